@@ -1,0 +1,186 @@
+"""Parameter validation shared by every public function and the CLI.
+
+Modelled on scikit-learn's ``_param_validation``: constraints are declared once per
+function with :func:`validate_params`, checked at the public boundary before any work
+starts, and every failure raises :class:`InvalidParameterError` with one message shape::
+
+    The 'sigma' parameter of make_mixed_linear_regression must be a float in the
+    range [0, inf). Got -1.0 instead.
+
+Private kernels behind a validated function are not re-checked.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+from numbers import Integral, Real
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+__all__ = [
+    "InvalidParameterError",
+    "Interval",
+    "Options",
+    "Constraint",
+    "ArrayLike",
+    "Boolean",
+    "NoneOK",
+    "validate_params",
+    "check_param",
+    "require",
+]
+
+
+class InvalidParameterError(ValueError):
+    """An invalid public parameter, or an impossible combination of parameters.
+
+    The message names the parameter, its value and the allowed range; the CLI prints it
+    as one line and exits with status 2.
+    """
+
+
+class Interval:
+    """Numbers of ``kind`` (``Integral`` or ``Real``) between ``left`` and ``right``.
+
+    ``closed`` is one of ``"left"``, ``"right"``, ``"both"``, ``"neither"``; ``None`` bounds
+    are infinite. NaN never satisfies an interval; booleans are not numbers here.
+    """
+
+    def __init__(self, kind, left, right, closed="both"):
+        if kind not in (Integral, Real):
+            raise TypeError("kind must be numbers.Integral or numbers.Real")
+        if closed not in ("left", "right", "both", "neither"):
+            raise TypeError(f"closed={closed!r} is not one of left/right/both/neither")
+        self.kind, self.left, self.right, self.closed = kind, left, right, closed
+
+    def is_satisfied_by(self, value) -> bool:
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, self.kind):
+            return False
+        value = float(value)
+        if math.isnan(value):
+            return False
+        if self.left is not None:
+            if self.closed in ("left", "both") and value < self.left:
+                return False
+            if self.closed in ("right", "neither") and value <= self.left:
+                return False
+        elif math.isinf(value) and value < 0:
+            return False
+        if self.right is not None:
+            if self.closed in ("right", "both") and value > self.right:
+                return False
+            if self.closed in ("left", "neither") and value >= self.right:
+                return False
+        elif math.isinf(value) and value > 0:
+            return False
+        return True
+
+    def __str__(self) -> str:
+        noun = "an int" if self.kind is Integral else "a float"
+        lo = "-inf" if self.left is None else f"{self.left:g}"
+        hi = "inf" if self.right is None else f"{self.right:g}"
+        lb = "[" if self.closed in ("left", "both") and self.left is not None else "("
+        rb = "]" if self.closed in ("right", "both") and self.right is not None else ")"
+        return f"{noun} in the range {lb}{lo}, {hi}{rb}"
+
+
+class Options:
+    """One of a fixed set of values (strings, typically)."""
+
+    def __init__(self, values: Iterable):
+        self.values = tuple(values)
+
+    def is_satisfied_by(self, value) -> bool:
+        try:
+            return value in self.values
+        except TypeError:
+            return False
+
+    def __str__(self) -> str:
+        return "one of {" + ", ".join(repr(v) for v in self.values) + "}"
+
+
+class Constraint:
+    """A custom constraint: a predicate and the phrase that describes what it accepts."""
+
+    def __init__(self, predicate: Callable[[Any], bool], description: str):
+        self.predicate, self.description = predicate, description
+
+    def is_satisfied_by(self, value) -> bool:
+        try:
+            return bool(self.predicate(value))
+        except Exception:  # a predicate that cannot even look at the value rejects it
+            return False
+
+    def __str__(self) -> str:
+        return self.description
+
+
+def _is_finite_array(value) -> bool:
+    if isinstance(value, (str, bytes, dict)) or value is None:
+        return False
+    if hasattr(value, "detach"):  # torch tensor
+        value = value.detach().cpu().numpy()
+    array = np.asarray(value, dtype=float)
+    return array.size > 0 and bool(np.all(np.isfinite(array)))
+
+
+ArrayLike = Constraint(_is_finite_array, "a non-empty array of finite numbers")
+Boolean = Constraint(lambda v: isinstance(v, (bool, np.bool_)), "a bool")
+NoneOK = Constraint(lambda v: v is None, "None")
+
+
+def _describe(constraints) -> str:
+    return " or ".join(str(c) for c in constraints)
+
+
+def _format_value(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def check_param(name: str, value, constraints, caller: str) -> None:
+    """Raise :class:`InvalidParameterError` unless ``value`` satisfies one constraint."""
+    if not isinstance(constraints, (list, tuple)):
+        constraints = [constraints]
+    if any(c.is_satisfied_by(value) for c in constraints):
+        return
+    raise InvalidParameterError(
+        f"The {name!r} parameter of {caller} must be {_describe(constraints)}. "
+        f"Got {_format_value(value)} instead."
+    )
+
+
+def require(condition: bool, message: str) -> None:
+    """Raise :class:`InvalidParameterError` with ``message`` unless ``condition`` holds.
+
+    For combinations of parameters that are valid alone but impossible together
+    (re-sampling needs ``n >= 2T``; IFCA needs ``k <= m``).
+    """
+    if not condition:
+        raise InvalidParameterError(message)
+
+
+def validate_params(constraints: dict[str, list]):
+    """Decorator: check the named parameters of a public function before it runs."""
+
+    def decorator(func):
+        signature = inspect.signature(func)
+        unknown = set(constraints) - set(signature.parameters)
+        if unknown:
+            raise TypeError(f"constraints for unknown parameters {sorted(unknown)} of {func.__name__}")
+
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            for name, allowed in constraints.items():
+                check_param(name, bound.arguments[name], allowed, func.__qualname__)
+            return func(*args, **kwargs)
+
+        wrapper.parameter_constraints = constraints
+        return wrapper
+
+    return decorator

@@ -1,0 +1,301 @@
+"""IFCA, Algorithm 1 of Ghosh et al. (NeurIPS 2020), batched over problems and runs.
+
+One call runs ``B`` problems x ``restarts`` x ``len(step_sizes)`` runs as one tensor
+computation (no Python loop over machines, runs or restarts per iteration). Each
+iteration (Alg. 1 lines 2-16):
+
+1. machines in M_t pick ``j^ = argmin_j F_i(theta_j)`` (line 5; on Z-hat^(t) when
+   re-sampling);
+2. option I, gradient averaging (line 13): ``theta_j <- theta_j - (gamma/m) sum_{i in S_j}
+   grad F_i(theta_j)`` (on Z^(t) when re-sampling; ``/m`` is the total machine count, as
+   in Alg. 1 and the authors' code), or option II, model averaging (line 14): each machine
+   runs ``local_steps`` gradient steps from ``theta_j^`` and the center averages the
+   results per cluster; a cluster nobody chose keeps its model.
+
+The theory version of Sec. 5 is ``aggregation="gradient", participation=1,
+resample="split"``; the Fig. 2 experiments use ``resample="none"`` with random inits.
+A run whose models become NaN/inf is recorded as diverged and leaves the batch; it is
+never an error.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from numbers import Integral, Real
+from typing import Callable
+
+import numpy as np
+import torch
+
+from .._validation import (
+    ArrayLike,
+    Boolean,
+    Constraint,
+    Interval,
+    NoneOK,
+    Options,
+    check_param,
+    require,
+    validate_params,
+)
+from ..synthetic.mixed_linear_regression import MixedLinearRegression
+from ..synthetic.resampling import (
+    RESAMPLING_MODES,
+    estimation_batch,
+    gradient_batch,
+    resampling_batch_size,
+)
+from ..synthetic.seeding import stream
+from . import squared_loss as sq
+from ._random import participation_mask
+from ._slots import SlotBatch
+from .initialization import INIT_SCHEMES, initial_models
+from .trace import ClusteringTrace
+
+__all__ = ["ifca", "SlotView"]
+
+_STREAM_RUNS = 3
+
+
+@dataclass(frozen=True)
+class SlotView:
+    """What a monitor sees after ``iteration`` completed iterations (read-only).
+
+    ``models`` ``(B', C, k, d)``, ``step_size`` ``(B', C)``, ``assignment`` ``(B', C, m)``
+    (each machine's choice in the last step); ``problem[b']`` and ``run[b', c]`` (``-1`` = empty slot) locate
+    each slot in the trace; ``features``/``responses`` are the active problems' data.
+    """
+
+    iteration: int
+    problem: np.ndarray
+    run: np.ndarray
+    models: torch.Tensor
+    step_size: torch.Tensor
+    assignment: torch.Tensor
+    features: torch.Tensor
+    responses: torch.Tensor
+
+
+_STEP_SIZES = Constraint(
+    lambda v: ArrayLike.is_satisfied_by(v) and np.ndim(v) <= 1 and bool(np.all(np.asarray(v, float) > 0)),
+    "a positive float or a non-empty sequence of positive floats",
+)
+_INIT = [Options(INIT_SCHEMES), ArrayLike]
+
+
+@validate_params(
+    {
+        "problem": [Constraint(lambda p: isinstance(p, MixedLinearRegression), "a MixedLinearRegression")],
+        "iterations": [Interval(Integral, 1, None, closed="left")],
+        "step_sizes": [_STEP_SIZES],
+        "restarts": [Interval(Integral, 1, None, closed="left")],
+        "k": [NoneOK, Interval(Integral, 1, None, closed="left")],
+        "aggregation": [Options(("gradient", "model"))],
+        "local_steps": [Interval(Integral, 1, None, closed="left")],
+        "resample": [Options(RESAMPLING_MODES)],
+        "participation": [Interval(Real, 0, 1, closed="right")],
+        "init": _INIT,
+        "init_distance_ratio": [Interval(Real, 0, None, closed="left")],
+        "shared_inits": [Boolean],
+        "loss": [Options(tuple(sq.LOSS_CONVENTIONS))],
+        "seed": [Interval(Integral, 0, None, closed="left")],
+        "record_assignments": [Boolean],
+        "monitor": [NoneOK, Constraint(callable, "a callable")],
+        "monitor_every": [Interval(Integral, 1, None, closed="left")],
+    }
+)
+def ifca(
+    problem: MixedLinearRegression,
+    *,
+    iterations: int = 300,
+    step_sizes=0.1,
+    restarts: int = 1,
+    k: int | None = None,
+    aggregation: str = "gradient",
+    local_steps: int = 1,
+    resample: str = "none",
+    participation: float = 1.0,
+    init="official",
+    init_distance_ratio: float = 0.25,
+    shared_inits: bool = False,
+    loss: str = "mean",
+    seed: int = 0,
+    record_assignments: bool = False,
+    monitor: Callable[[SlotView], np.ndarray] | None = None,
+    monitor_every: int = 10,
+) -> ClusteringTrace:
+    """Run IFCA (Alg. 1) on every problem of the batch; see the module docstring.
+
+    Parameters
+    ----------
+    problem : the batch of problems (data on the problem's device and dtype).
+    iterations : T, the number of parallel iterations.
+    step_sizes : gamma; a sequence makes a step-size grid inside the batch.
+    restarts : independent initialisations per problem (and per step size).
+    k : number of models (default: the problem's number of clusters).
+    aggregation : ``"gradient"`` (option I) or ``"model"`` (option II, ``local_steps`` = tau).
+    resample : ``"none"`` (all n points each step), ``"split"`` (Sec. 5: 2T disjoint
+        batches of n' = n/(2T)), ``"fresh"`` (two new draws of n points per step).
+    participation : fraction of machines in M_t, drawn per run and iteration.
+    init, init_distance_ratio, shared_inits : see :mod:`cflbounds.algorithms.initialization`.
+    loss : loss convention, see :mod:`cflbounds.algorithms.squared_loss`.
+    seed : seed of the runs' initialisations and participation draws (combined with each
+        problem's own seed).
+    record_assignments : keep every machine's choice at every iteration.
+    monitor : called every ``monitor_every`` iterations with a :class:`SlotView`; returns
+        a ``(B', C)`` boolean mask of runs to retire (e.g. once their outcome is certain).
+    """
+    k = problem.k if k is None else k
+    require(k <= problem.m, f"IFCA needs k <= m: got k={k} models for m={problem.m} machines.")
+    n_prime = resampling_batch_size(problem.n, iterations, resample)
+    steps = np.atleast_1d(np.asarray(step_sizes, dtype=float))
+    init_models = initial_models(problem, init, restarts, k, seed, distance_ratio=init_distance_ratio,
+                                 shared=shared_inits)
+    return _run(problem, k, iterations, steps, restarts, init_models, aggregation, local_steps, resample,
+                n_prime, participation, loss, seed, record_assignments, monitor, monitor_every)
+
+
+def _run(problem, k, T, steps, restarts, init_models, aggregation, local_steps, resample, n_prime,
+         participation, loss, seed, record_assignments, monitor, monitor_every) -> ClusteringTrace:
+    B, m, d, K = problem.batch_size, problem.m, problem.d, problem.k
+    S = len(steps)
+    R = restarts * S
+    device, dtype = problem.device, problem.dtype
+    grad_scale = sq.LOSS_CONVENTIONS[loss](n_prime)
+
+    models = torch.as_tensor(np.repeat(init_models, S, axis=1), dtype=dtype, device=device)  # (B, R, k, d)
+    step = torch.as_tensor(np.tile(steps, restarts), dtype=dtype, device=device).expand(B, R).clone()
+    base_seeds = np.array([stream(s, _STREAM_RUNS, seed).integers(2**62) for s in problem.seeds], dtype=np.uint64)
+    run_seeds = base_seeds[:, None] + np.arange(R, dtype=np.uint64)  # hashed, so neighbours are independent
+    data = {"features": problem.features, "responses": problem.responses, "theta_star": problem.theta_star}
+    no_choice = torch.full((B, R, m), -1, device=device)
+    batch = SlotBatch(data, {"models": models, "step": step, "assignment": no_choice}, run_seeds)
+    membership = torch.as_tensor(problem.membership, device=device)
+
+    distances = np.full((B, R, T + 1, k, K), np.nan)
+    misassigned = np.full((B, R, T), -1, dtype=np.int32)
+    misassigned_labelled = np.full((B, R, T), -1, dtype=np.int32)
+    assignments = np.full((B, R, T, m), -1, dtype=np.int8) if record_assignments else None
+    diverged_at = np.full((B, R), -1)
+    retired_at = np.full((B, R), -1)
+    final_models = np.full((B, R, k, d), np.nan)
+
+    def record_distances(t):
+        table = _distance_table(batch.state["models"], batch.data["theta_star"])
+        rows, slots = np.nonzero(batch.occupied)
+        distances[batch.problem[rows], batch.run[rows, slots], t] = table[rows, slots]
+        return table
+
+    def leave(mask, at, when):
+        rows, slots = np.nonzero(mask)
+        runs = (batch.problem[rows], batch.run[rows, slots])
+        at[runs] = when
+        final_models[runs] = batch.state["models"][rows, slots].double().cpu().numpy()
+        batch.retire(mask)
+
+    table = record_distances(0)
+    for t in range(T):
+        features, responses, est_features, est_responses = _batches(problem, batch, t, resample, n_prime)
+        participating = None
+        if participation < 1.0:
+            mask = participation_mask(batch.seeds, t, m, participation)  # (B', C, m)
+            participating = torch.as_tensor(np.swapaxes(mask, 1, 2), device=device)
+        models = batch.state["models"]
+        estimation_residual = sq.residuals(est_features, est_responses, models)
+        assignment = sq.estimate_clusters(estimation_residual, participating)  # (B', m, C)
+        _record_assignment(batch, t, assignment, table, membership, misassigned, misassigned_labelled, assignments)
+        batch.state["assignment"] = assignment.transpose(1, 2)
+
+        chosen = sq.one_hot(assignment, k, dtype)
+        step_t = batch.state["step"]
+        if aggregation == "gradient":
+            residual = estimation_residual if resample == "none" else sq.residuals(features, responses, models)
+            gradients = sq.machine_gradients(features, sq.assigned_residual(residual, assignment), grad_scale)
+            updated = models - (step_t / m)[..., None, None] * sq.cluster_sums(gradients, chosen)
+        else:
+            start = torch.einsum("bmck,bckd->bmcd", chosen, models)
+            local = sq.local_descent(features, responses, start, step_t, local_steps, grad_scale)
+            counts = chosen.sum(dim=1)[..., None]  # (B', C, k, 1)
+            averaged = sq.cluster_sums(local, chosen) / counts.clamp(min=1)
+            updated = torch.where(counts > 0, averaged, models)
+
+        finite = torch.isfinite(updated).flatten(2).all(dim=-1).cpu().numpy() & batch.occupied
+        blown = batch.occupied & ~finite
+        batch.state["models"] = torch.where(torch.as_tensor(finite, device=device)[..., None, None], updated, models)
+        if blown.any():
+            leave(blown, diverged_at, t + 1)
+        if batch.empty:
+            break
+        table = record_distances(t + 1)
+        if monitor is not None and (t + 1) % monitor_every == 0 and t + 1 < T:
+            view = SlotView(t + 1, batch.problem, batch.run, batch.state["models"], batch.state["step"],
+                            batch.state["assignment"], batch.data["features"], batch.data["responses"])
+            done = np.asarray(monitor(view), dtype=bool) & batch.occupied
+            if done.any():
+                leave(done, retired_at, t + 1)
+                if batch.empty:
+                    break
+                table = _distance_table(batch.state["models"], batch.data["theta_star"])
+
+    if not batch.empty:
+        rows, slots = np.nonzero(batch.occupied)
+        final_models[batch.problem[rows], batch.run[rows, slots]] = (
+            batch.state["models"][rows, slots].double().cpu().numpy()
+        )
+    return ClusteringTrace(
+        distances=distances,
+        misassigned=misassigned,
+        misassigned_labelled=misassigned_labelled,
+        diverged=diverged_at >= 0,
+        diverged_at=diverged_at,
+        retired_at=retired_at,
+        final_models=final_models,
+        step_sizes=steps,
+        restarts=restarts,
+        problem_seeds=problem.seeds,
+        assignments=assignments,
+        config={
+            "method": "ifca", "iterations": T, "k": k, "aggregation": aggregation, "local_steps": local_steps,
+            "resample": resample, "n_prime": n_prime, "participation": participation, "loss": loss, "seed": seed,
+        },
+    )
+
+
+def _batches(problem, batch, t, resample, n_prime):
+    """(gradient data, estimation data) of iteration t for the active problems."""
+    features, responses = batch.data["features"], batch.data["responses"]
+    if resample == "none":
+        return features, responses, features, responses
+    if resample == "split":
+        est, grad = estimation_batch(t, n_prime), gradient_batch(t, n_prime)
+        return (features[:, :, grad].contiguous(), responses[:, :, grad].contiguous(),
+                features[:, :, est].contiguous(), responses[:, :, est].contiguous())
+    est_features, est_responses = problem.draw(n_prime, 2 * t, index=batch.problem)
+    features, responses = problem.draw(n_prime, 2 * t + 1, index=batch.problem)
+    return features, responses, est_features, est_responses
+
+
+def _distance_table(models: torch.Tensor, theta_star: torch.Tensor) -> np.ndarray:
+    """``||theta_j - theta*_j'||`` in float64, ``(B', C, k, k*)``, computed without the
+    ``|a|^2 - 2ab + |b|^2`` expansion (no cancellation near the truth)."""
+    B, C, k, d = models.shape
+    table = torch.cdist(models.double().reshape(B, C * k, d), theta_star.double(),
+                        compute_mode="donot_use_mm_for_euclid_dist")
+    return table.reshape(B, C, k, -1).cpu().numpy()
+
+
+def _record_assignment(batch, t, assignment, table, membership, misassigned, misassigned_labelled, assignments):
+    choice = assignment.cpu().numpy()  # (B', m, C)
+    present = choice >= 0
+    nearest_truth = np.argmin(np.nan_to_num(table, nan=np.inf), axis=-1)  # (B', C, k)
+    truth_of_choice = np.take_along_axis(
+        np.swapaxes(nearest_truth, 1, 2), np.clip(choice, 0, None), axis=1
+    )  # (B', m, C): nearest truth of each machine's model
+    true_cluster = membership.cpu().numpy()[None, :, None]
+    wrong_nearest = ((truth_of_choice != true_cluster) & present).sum(axis=1)
+    wrong_labelled = ((choice != true_cluster) & present).sum(axis=1)
+    rows, slots = np.nonzero(batch.occupied)
+    runs = (batch.problem[rows], batch.run[rows, slots])
+    misassigned[runs[0], runs[1], t] = wrong_nearest[rows, slots]
+    misassigned_labelled[runs[0], runs[1], t] = wrong_labelled[rows, slots]
+    if assignments is not None:
+        assignments[runs[0], runs[1], t] = choice[rows, :, slots]

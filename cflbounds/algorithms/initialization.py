@@ -1,0 +1,71 @@
+"""Initial models theta_j^(0) for IFCA-style methods.
+
+* ``official``: i.i.d. Bernoulli(0.5) coordinates in {0, 1} (the authors' code; not
+  scaled by r).
+* ``paper-text``: Bernoulli(0.5) vectors rescaled to the norm of the ground truth's
+  scale R (Sec. 6.1 as printed); an all-zero draw is redrawn.
+* ``near-truth``: ``theta*_j + ratio * Delta * u_j`` with ``u_j`` uniform on the unit
+  sphere, so ``||theta_j^(0) - theta*_j|| = ratio * Delta`` exactly (Assumption 1 asks
+  ``ratio <= 1/4``; Assumption 6 asks ``ratio <= sqrt(lambda/L)/4``).
+* an array: given models, ``(k, d)``, ``(B, k, d)`` or ``(B, restarts, k, d)``.
+
+Restart ``i`` of problem ``b`` draws from its own stream, keyed by the problem's seed,
+so a data seed's restarts do not depend on the batch. With ``shared=True`` every problem
+reuses the same restarts (the authors' code keys them by the train seed alone).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import require
+from ..synthetic.seeding import stream
+
+INIT_SCHEMES = ("official", "paper-text", "near-truth")
+_STREAM_INIT = 2
+
+
+def _bernoulli_nonzero(rng, k, d):
+    models = rng.binomial(1, 0.5, size=(k, d)).astype(float)
+    for j in range(k):
+        while not models[j].any():
+            models[j] = rng.binomial(1, 0.5, size=d)
+    return models
+
+
+def _draw(rng, scheme, truth, separation, scale, ratio):
+    k, d = truth.shape
+    if scheme == "official":
+        return rng.binomial(1, 0.5, size=(k, d)).astype(float)
+    if scheme == "paper-text":
+        models = _bernoulli_nonzero(rng, k, d)
+        return models / np.linalg.norm(models, axis=1, keepdims=True) * scale
+    direction = rng.standard_normal((k, d))
+    direction /= np.linalg.norm(direction, axis=1, keepdims=True)
+    return truth + ratio * separation * direction
+
+
+def initial_models(problem, init, restarts: int, k: int, seed: int, *, distance_ratio: float = 0.25,
+                   shared: bool = False) -> np.ndarray:
+    """Initial models, float64 ``(B, restarts, k, d)``."""
+    B, d = problem.batch_size, problem.d
+    if not isinstance(init, str):
+        given = np.asarray(init.detach().cpu() if hasattr(init, "detach") else init, dtype=float)
+        shapes = {(k, d), (B, k, d), (B, restarts, k, d)}
+        require(given.shape in shapes, f"The 'init' array must have shape (k, d)=({k}, {d}), "
+                f"(B, k, d) or (B, restarts, k, d); got {given.shape}.")
+        if given.ndim == 3:
+            given = given[:, None]
+        return np.broadcast_to(given, (B, restarts, k, d)).copy()
+    if init == "near-truth":
+        require(k == problem.k, f"init='near-truth' places one model near each true center, so it "
+                f"needs k equal to the problem's k={problem.k}; got k={k}.")
+        require(bool(np.all(np.isfinite(problem.separation))), "init='near-truth' measures its "
+                "distance in units of the separation Delta, which is undefined for k=1; give "
+                "the initial models as an array instead.")
+    models = np.empty((B, restarts, k, d))
+    truths = problem.theta_star_exact if k == problem.k else np.zeros((B, k, d))
+    for b in range(B):  # set-up, once per run: not a hot path
+        for i in range(restarts):
+            rng = stream(seed, _STREAM_INIT, i) if shared else stream(problem.seeds[b], _STREAM_INIT, seed, i)
+            models[b, i] = _draw(rng, init, truths[b], problem.separation[b], problem.scale, distance_ratio)
+    return models

@@ -1,0 +1,14 @@
+"""Synthetic problems with known ground truth and exact population constants."""
+from .mixed_linear_regression import MixedLinearRegression, cluster_sizes, make_mixed_linear_regression
+from .resampling import resampling_batch_size
+from .seeding import problem_seeds, spawn_seeds, stream
+
+__all__ = [
+    "MixedLinearRegression",
+    "make_mixed_linear_regression",
+    "cluster_sizes",
+    "resampling_batch_size",
+    "problem_seeds",
+    "spawn_seeds",
+    "stream",
+]

@@ -1,0 +1,337 @@
+"""Mixed linear regression across machines (IFCA Sec. 5.1) with its exact constants.
+
+Machine ``i`` of cluster ``j`` holds ``n`` points ``y = <x, theta*_j> + eps`` with
+``x ~ N(0, I_d)`` and ``eps ~ N(0, sigma^2)``. The per-point loss of the theory is
+``f(theta; x, y) = (y - <x, theta>)^2`` (no 1/2), so with ``u = theta - theta*_j``:
+
+* population loss        ``F^j(theta) = ||u||^2 + sigma^2``  (lambda = L = 2, Assumption 3)
+* loss variance          ``Var f = 2 (||u||^2 + sigma^2)^2``  (eta^2 of Assumption 4)
+* gradient variance      ``E||grad f - grad F^j||^2 = 4 ((d + 1) ||u||^2 + d sigma^2)``
+  (v^2 of Assumption 5; from ``grad f = 2 (<x, u> - eps) x`` and Gaussian fourth moments).
+
+Assumptions 4 and 5 ask for these bounds "for every theta", which no bound does here:
+both grow with ``||u||``. The theorems only use them on the ball where the iterates stay,
+so the problem reports their supremum over a stated ball (``variance_bounds``).
+
+B independent problems are drawn at once; problem ``b`` depends only on its own seed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import ClassVar
+from numbers import Integral, Real
+
+import numpy as np
+import torch
+
+from .._torch import DEVICES, DTYPES, resolve_device, resolve_dtype
+from .._validation import (
+    ArrayLike,
+    Constraint,
+    Interval,
+    NoneOK,
+    Options,
+    require,
+    validate_params,
+)
+from .seeding import problem_seeds, stream
+
+__all__ = ["MixedLinearRegression", "make_mixed_linear_regression", "cluster_sizes"]
+
+TRUTHS = ("official", "paper-text")
+_STREAM_DATA, _STREAM_FRESH = 0, 1
+
+
+@dataclass(frozen=True, eq=False)
+class MixedLinearRegression:
+    """A batch of ``B`` mixed-linear-regression problems and their exact constants.
+
+    Tensors carry a leading batch dimension: ``features`` ``(B, m, n, d)``, ``responses``
+    ``(B, m, n)``, ``theta_star`` ``(B, k, d)``. ``membership[i]`` is machine ``i``'s true
+    cluster (the same partition for every problem of the batch). ``theta_star_exact`` is
+    the float64 ground truth that every constant is computed from.
+    """
+
+    features: torch.Tensor
+    responses: torch.Tensor
+    theta_star: torch.Tensor
+    theta_star_exact: np.ndarray
+    membership: np.ndarray
+    sigma: float
+    seeds: tuple[int, ...]
+    truth: str
+    scale: float
+
+    # -- shapes ---------------------------------------------------------------------
+    @property
+    def batch_size(self) -> int:
+        return self.features.shape[0]
+
+    @property
+    def m(self) -> int:
+        return self.features.shape[1]
+
+    @property
+    def n(self) -> int:
+        return self.features.shape[2]
+
+    @property
+    def d(self) -> int:
+        return self.features.shape[3]
+
+    @property
+    def k(self) -> int:
+        return self.theta_star_exact.shape[1]
+
+    @property
+    def device(self) -> torch.device:
+        return self.features.device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.features.dtype
+
+    # -- exact constants (Sec. 5.1 definitions) ---------------------------------------
+    @cached_property
+    def proportions(self) -> np.ndarray:
+        """``p_j = |S*_j| / m``."""
+        return np.bincount(self.membership, minlength=self.k) / self.m
+
+    @property
+    def min_proportion(self) -> float:
+        """``p = min_j p_j``."""
+        return float(self.proportions.min())
+
+    @cached_property
+    def center_distances(self) -> np.ndarray:
+        """``||theta*_j - theta*_j'||`` for every pair, ``(B, k, k)`` in float64."""
+        diff = self.theta_star_exact[:, :, None, :] - self.theta_star_exact[:, None, :, :]
+        return np.linalg.norm(diff, axis=-1)
+
+    @cached_property
+    def separation(self) -> np.ndarray:
+        """``Delta = min_{j != j'} ||theta*_j - theta*_j'||`` per problem, ``(B,)``; inf if k = 1."""
+        off_diagonal = self.center_distances + np.where(np.eye(self.k, dtype=bool), np.inf, 0.0)
+        return off_diagonal.min(axis=(1, 2))
+
+    @property
+    def snr(self) -> np.ndarray:
+        """``rho = Delta^2 / sigma^2`` (inf when sigma = 0)."""
+        with np.errstate(divide="ignore"):
+            return self.separation**2 / self.sigma**2 if self.sigma > 0 else np.full(self.batch_size, np.inf)
+
+    @property
+    def max_center_norm(self) -> np.ndarray:
+        """``max_j ||theta*_j||`` per problem (Assumption 2 asks for ``<~ 1``)."""
+        return np.linalg.norm(self.theta_star_exact, axis=-1).max(axis=1)
+
+    strong_convexity: ClassVar[float] = 2.0  # lambda of Assumption 3: Hessian of F^j is 2 I
+    smoothness: ClassVar[float] = 2.0  # L of Assumption 3
+
+    def population_loss(self, distance):
+        """``F^j(theta) = ||theta - theta*_j||^2 + sigma^2`` as a function of the distance."""
+        return np.asarray(distance, dtype=float) ** 2 + self.sigma**2
+
+    def loss_variance(self, distance):
+        """eta^2(theta) of Assumption 4: ``Var_{z~D_j} f(theta; z) = 2 (||u||^2 + sigma^2)^2``."""
+        return 2.0 * self.population_loss(distance) ** 2
+
+    def gradient_variance(self, distance):
+        """v^2(theta) of Assumption 5: ``4 ((d + 1) ||u||^2 + d sigma^2)``."""
+        distance = np.asarray(distance, dtype=float)
+        return 4.0 * ((self.d + 1) * distance**2 + self.d * self.sigma**2)
+
+    def variance_bounds(self, radius, cross_cluster: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """Sup of (eta^2, v^2) over ``theta`` within ``radius`` of some ``theta*_j``, per problem.
+
+        With ``cross_cluster`` (the default) the sup also runs over every data
+        distribution ``D_j'``, as Assumptions 4-5 say "for every j" and cluster
+        estimation evaluates cluster ``j``'s model on other clusters' data: the distance
+        is then up to ``max_{j,j'} ||theta*_j - theta*_j'|| + radius``. Without it, only
+        ``D_j`` at ``theta`` near ``theta*_j`` (distance up to ``radius``).
+        """
+        radius = np.asarray(radius, dtype=float)
+        reach = radius + (self.center_distances.max(axis=(1, 2)) if cross_cluster else 0.0)
+        return self.loss_variance(reach), self.gradient_variance(reach)
+
+    # -- fresh samples from the same population ----------------------------------------
+    def draw(self, n: int, draw_index: int, index=None) -> tuple[torch.Tensor, torch.Tensor]:
+        """``n`` new points per machine from each problem's population, ``(B, m, n, d)``.
+
+        Draw ``draw_index`` of problem ``b`` depends only on ``(seeds[b], draw_index)``,
+        never on the batch it sits in; re-sampling with ``resample="fresh"`` uses it.
+        ``index`` restricts the draw to some problems of the batch.
+        """
+        index = range(self.batch_size) if index is None else index
+        features = torch.empty((len(index), self.m, n, self.d), dtype=self.dtype, device=self.device)
+        responses = torch.empty((len(index), self.m, n), dtype=self.dtype, device=self.device)
+        for row, b in enumerate(index):  # data generation, as in make_mixed_linear_regression
+            x, y = _sample_machines(
+                stream(self.seeds[b], _STREAM_FRESH, draw_index), self.theta_star_exact[b],
+                self.membership, n, self.sigma,
+            )
+            features[row], responses[row] = torch.as_tensor(x), torch.as_tensor(y)
+        return features, responses
+
+    def subset(self, index) -> "MixedLinearRegression":
+        """The problems at ``index`` (a sequence of batch positions) as a new batch."""
+        index = list(index)
+        position = torch.as_tensor(index, device=self.device)
+        return MixedLinearRegression(
+            features=self.features.index_select(0, position),
+            responses=self.responses.index_select(0, position),
+            theta_star=self.theta_star.index_select(0, position),
+            theta_star_exact=self.theta_star_exact[index],
+            membership=self.membership,
+            sigma=self.sigma,
+            seeds=tuple(self.seeds[i] for i in index),
+            truth=self.truth,
+            scale=self.scale,
+        )
+
+
+def cluster_sizes(m: int, k: int, proportions=None) -> np.ndarray:
+    """Machines per cluster: equal split (sizes differ by at most one) or ``p_j * m``."""
+    if proportions is None:
+        return np.array([m // k + (j < m % k) for j in range(k)])
+    proportions = np.asarray(proportions, dtype=float)
+    require(
+        proportions.shape == (k,),
+        f"The 'proportions' parameter must hold k={k} values; got shape {proportions.shape}.",
+    )
+    require(
+        bool(np.all(proportions > 0)) and abs(proportions.sum() - 1.0) < 1e-9,
+        f"The 'proportions' parameter must be positive and sum to 1; got {proportions.tolist()}.",
+    )
+    sizes = proportions * m
+    require(
+        bool(np.allclose(sizes, np.round(sizes), atol=1e-9)),
+        f"The 'proportions' parameter times m={m} must give whole machine counts; "
+        f"got {sizes.tolist()}.",
+    )
+    return np.round(sizes).astype(int)
+
+
+def _draw_truth(rng: np.random.Generator, k: int, d: int, truth: str, scale: float) -> np.ndarray:
+    """Ground truth per DESIGN.md's Fig. 2 protocol variants.
+
+    ``official``: coordinates Bernoulli(0.5) * r (the authors' code; not normalised).
+    ``paper-text``: Bernoulli(0.5) vectors rescaled to norm R. An all-zero draw cannot be
+    rescaled, so that variant draws each vector conditioned on being non-zero.
+    """
+    centers = rng.binomial(1, 0.5, size=(k, d)).astype(float)
+    if truth == "official":
+        return centers * scale
+    for j in range(k):
+        while not centers[j].any():
+            centers[j] = rng.binomial(1, 0.5, size=d)
+    return centers / np.linalg.norm(centers, axis=1, keepdims=True) * scale
+
+
+def _sample_machines(rng, theta_star, membership, n, sigma):
+    """``(m, n, d)`` Gaussian features and ``(m, n)`` responses for one problem."""
+    m, d = membership.shape[0], theta_star.shape[1]
+    features = rng.standard_normal((m, n, d))
+    noise = rng.standard_normal((m, n)) * sigma
+    responses = np.einsum("mnd,md->mn", features, theta_star[membership]) + noise
+    return features, responses
+
+
+_GIVEN_TRUTH = Constraint(
+    lambda v: v is None or ArrayLike.is_satisfied_by(v) and np.ndim(v) in (2, 3),
+    "None or a finite array of shape (k, d) or (B, k, d)",
+)
+
+
+@validate_params(
+    {
+        "k": [Interval(Integral, 1, None, closed="left")],
+        "m": [Interval(Integral, 1, None, closed="left")],
+        "n": [Interval(Integral, 1, None, closed="left")],
+        "d": [Interval(Integral, 1, None, closed="left")],
+        "sigma": [Interval(Real, 0, None, closed="left")],
+        "proportions": [NoneOK, ArrayLike],
+        "truth": [Options(TRUTHS)],
+        "scale": [Interval(Real, 0, None, closed="neither")],
+        "theta_star": [_GIVEN_TRUTH],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "seed": [Interval(Integral, 0, None, closed="left"), ArrayLike],
+        "dtype": [DTYPES],
+        "device": [DEVICES],
+    }
+)
+def make_mixed_linear_regression(
+    k: int = 2,
+    m: int = 100,
+    n: int = 100,
+    d: int = 1000,
+    *,
+    sigma: float = 0.1,
+    proportions=None,
+    truth: str = "official",
+    scale: float = 1.0,
+    theta_star=None,
+    batch_size: int = 1,
+    seed=0,
+    dtype: str = "float64",
+    device: str = "cpu",
+) -> MixedLinearRegression:
+    """Draw ``batch_size`` independent mixed-linear-regression problems (IFCA Sec. 5.1).
+
+    Parameters
+    ----------
+    k, m, n, d : clusters, machines, points per machine, dimension (``k <= m``).
+    sigma : noise standard deviation (0 allowed: noiseless responses).
+    proportions : cluster proportions ``p_j`` (``p_j * m`` whole numbers); ``None`` splits
+        the machines equally (contiguous blocks, as the authors' code does).
+    truth, scale : how ``theta*`` is drawn when not given: ``"official"`` draws
+        Bernoulli(0.5) coordinates times ``scale`` (the sweep's ``r``), ``"paper-text"``
+        rescales Bernoulli(0.5) vectors to norm ``scale`` (the paper's ``R``).
+    theta_star : a given ground truth, ``(k, d)`` shared by the batch or ``(B, k, d)``.
+    batch_size : number of independent problems ``B``.
+    seed : one non-negative int (problem ``b`` gets the ``b``-th seed spawned from it, so
+        it does not depend on ``batch_size``) or ``B`` explicit per-problem seeds.
+    dtype, device : of the tensors; the data are drawn in float64 on the CPU and then
+        cast, so every device and dtype sees the same draw.
+    """
+    require(k <= m, f"IFCA needs at least one machine per cluster: k={k} > m={m}.")
+    sizes = cluster_sizes(m, k, proportions)
+    membership = np.repeat(np.arange(k), sizes)
+    seeds = problem_seeds(seed, batch_size)
+
+    given = None
+    if theta_star is not None:
+        given = np.asarray(theta_star.detach().cpu() if hasattr(theta_star, "detach") else theta_star, dtype=float)
+        if given.ndim == 2:
+            given = np.broadcast_to(given, (batch_size,) + given.shape)
+        require(
+            given.shape == (batch_size, k, d),
+            f"The 'theta_star' parameter must have shape (k, d)=({k}, {d}) or "
+            f"(B, k, d)=({batch_size}, {k}, {d}); got {tuple(np.shape(theta_star))}.",
+        )
+
+    torch_device, torch_dtype = resolve_device(device), resolve_dtype(dtype)
+    features = torch.empty((batch_size, m, n, d), dtype=torch_dtype, device=torch_device)
+    responses = torch.empty((batch_size, m, n), dtype=torch_dtype, device=torch_device)
+    centers = []
+    for b, problem_seed in enumerate(seeds):  # generation, once per problem: not a hot path
+        rng = stream(problem_seed, _STREAM_DATA)
+        theta = given[b].copy() if given is not None else _draw_truth(rng, k, d, truth, float(scale))
+        x, y = _sample_machines(rng, theta, membership, n, float(sigma))
+        features[b] = torch.as_tensor(x)
+        responses[b] = torch.as_tensor(y)
+        centers.append(theta)
+
+    theta_star_exact = np.stack(centers)
+    return MixedLinearRegression(
+        features=features,
+        responses=responses,
+        theta_star=torch.as_tensor(theta_star_exact, dtype=torch_dtype, device=torch_device),
+        theta_star_exact=theta_star_exact,
+        membership=membership,
+        sigma=float(sigma),
+        seeds=seeds,
+        truth="given" if given is not None else truth,
+        scale=float(scale),
+    )
