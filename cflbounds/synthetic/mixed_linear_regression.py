@@ -37,7 +37,14 @@ from .._validation import (
 )
 from .seeding import problem_seeds, stream
 
-__all__ = ["MixedLinearRegression", "make_mixed_linear_regression", "cluster_sizes"]
+__all__ = [
+    "MixedLinearRegression",
+    "make_mixed_linear_regression",
+    "cluster_sizes",
+    "draw_ground_truth",
+    "loss_variance",
+    "gradient_variance",
+]
 
 TRUTHS = ("official", "paper-text")
 _STREAM_DATA, _STREAM_FRESH = 0, 1
@@ -134,13 +141,12 @@ class MixedLinearRegression:
         return np.asarray(distance, dtype=float) ** 2 + self.sigma**2
 
     def loss_variance(self, distance):
-        """eta^2(theta) of Assumption 4: ``Var_{z~D_j} f(theta; z) = 2 (||u||^2 + sigma^2)^2``."""
-        return 2.0 * self.population_loss(distance) ** 2
+        """eta^2(theta) of Assumption 4 at ``||theta - theta*_j|| = distance``."""
+        return loss_variance(distance, self.sigma)
 
     def gradient_variance(self, distance):
-        """v^2(theta) of Assumption 5: ``4 ((d + 1) ||u||^2 + d sigma^2)``."""
-        distance = np.asarray(distance, dtype=float)
-        return 4.0 * ((self.d + 1) * distance**2 + self.d * self.sigma**2)
+        """v^2(theta) of Assumption 5 at ``||theta - theta*_j|| = distance``."""
+        return gradient_variance(distance, self.sigma, self.d)
 
     def variance_bounds(self, radius, cross_cluster: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """Sup of (eta^2, v^2) over ``theta`` within ``radius`` of some ``theta*_j``, per problem.
@@ -191,6 +197,19 @@ class MixedLinearRegression:
         )
 
 
+def loss_variance(distance, sigma):
+    """``Var_{z~D_j} f(theta; z) = 2 (||u||^2 + sigma^2)^2`` with ``u = theta - theta*_j``:
+    the residual ``<x, -u> + eps`` is N(0, ||u||^2 + sigma^2) and ``Var(r^2) = 2 s^4``."""
+    return 2.0 * (np.asarray(distance, dtype=float) ** 2 + sigma**2) ** 2
+
+
+def gradient_variance(distance, sigma, d):
+    """``E||grad f - grad F^j||^2 = 4 ((d + 1) ||u||^2 + d sigma^2)``: ``grad f = 2 (<x,u> - eps) x``
+    has mean ``2u`` and ``E||grad f||^2 = 4 ((d + 2) ||u||^2 + d sigma^2)`` (Gaussian moments)."""
+    distance = np.asarray(distance, dtype=float)
+    return 4.0 * ((d + 1) * distance**2 + d * sigma**2)
+
+
 def cluster_sizes(m: int, k: int, proportions=None) -> np.ndarray:
     """Machines per cluster: equal split (sizes differ by at most one) or ``p_j * m``."""
     if proportions is None:
@@ -211,6 +230,12 @@ def cluster_sizes(m: int, k: int, proportions=None) -> np.ndarray:
         f"got {sizes.tolist()}.",
     )
     return np.round(sizes).astype(int)
+
+
+def draw_ground_truth(k: int, d: int, truth: str, scale: float, seeds) -> np.ndarray:
+    """The ``(B, k, d)`` centers that ``make_mixed_linear_regression`` draws for these
+    per-problem seeds, without drawing any data (for assumption checks)."""
+    return np.stack([_draw_truth(stream(s, _STREAM_DATA), k, d, truth, float(scale)) for s in seeds])
 
 
 def _draw_truth(rng: np.random.Generator, k: int, d: int, truth: str, scale: float) -> np.ndarray:

@@ -1,0 +1,9 @@
+"""Each paper's theorems and assumptions as functions of named constants.
+
+Bounds depend on nothing in the package but parameter validation: a theorem must be
+auditable without the code that is checked against it.
+"""
+from . import ifca
+from ._report import BoundResult, Inequality
+
+__all__ = ["ifca", "BoundResult", "Inequality"]

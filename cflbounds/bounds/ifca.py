@@ -1,0 +1,210 @@
+"""IFCA's claims as code (Ghosh, Chung, Yin, Ramchandran, NeurIPS 2020; ``seeds/ifca.txt``).
+
+Every function evaluates one theorem or assumption at given constants and returns a
+:class:`BoundResult` (value, named terms, every assumption inequality with both sides).
+The papers' universal constants (``c1..c6``, ``c``, and the constant hidden in ``>~``)
+are parameters, default 1 (``c1`` defaults to 1/2, the step ``gamma = 1/(2p)`` that makes
+one population step exact for ``f = (y - <x, theta>)^2``); they are never fitted here.
+
+Notation (Sec. 5.1): ``p`` smallest cluster proportion, ``separation`` = Delta,
+``rho = Delta^2 / sigma^2``, ``n_prime`` = n' points per step per batch.
+"""
+from __future__ import annotations
+
+from numbers import Integral, Real
+
+import numpy as np
+
+from .._validation import Interval, Options, validate_params
+from ._report import BoundResult, Inequality
+
+__all__ = [
+    "statistical_term",
+    "exponential_term",
+    "assumption1",
+    "assumption2",
+    "theorem1",
+    "corollary1",
+    "assumption6",
+    "theorem2",
+    "theorem2_contraction",
+]
+
+_POSITIVE = [Interval(Real, 0, None, closed="neither")]
+_NONNEG = [Interval(Real, 0, None, closed="left")]
+_COUNT = [Interval(Real, 1, None, closed="left")]
+_PROPORTION = [Interval(Real, 0, 1, closed="right")]
+_PROBABILITY = [Interval(Real, 0, 1, closed="neither")]
+_LINEAR = {
+    "sigma": _NONNEG,
+    "p": _PROPORTION,
+    "d": [Interval(Integral, 1, None, closed="left")],
+    "m": [Interval(Integral, 1, None, closed="left")],
+    "n_prime": _COUNT,
+    "separation": _POSITIVE,
+}
+
+
+def _constants(*names):
+    """Constraints for universal constants (all positive)."""
+    return {name: _POSITIVE for name in names}
+
+
+def _snr_factor(separation, sigma):
+    """``rho / (rho + 1)`` with ``rho = Delta^2 / sigma^2`` (1 when sigma = 0)."""
+    return separation**2 / (separation**2 + sigma**2)
+
+
+def statistical_term(sigma, p, d, m, n_prime):
+    """``(sigma / p) sqrt(d / (m n'))``: the statistical floor of Thm 1 and Cor. 1."""
+    return sigma / p * np.sqrt(d / (m * n_prime))
+
+
+def exponential_term(separation, sigma, n_prime, c4=1.0):
+    """``exp(-c4 (rho / (rho + 1))^2 n')``: the misclustering term of Thm 1 and Cor. 1."""
+    return np.exp(-c4 * _snr_factor(separation, sigma) ** 2 * n_prime)
+
+
+@validate_params({"init_distance": _NONNEG, "separation": _POSITIVE})
+def assumption1(init_distance, separation) -> tuple[Inequality, ...]:
+    """Assumption 1: ``||theta_j^(0) - theta*_j|| <= Delta / 4`` (give the largest over j)."""
+    return (Inequality("||theta_j^(0) - theta*_j|| <= Delta/4", init_distance, separation / 4, "<=",
+                       "IFCA Assumption 1"),)
+
+
+@validate_params({**_LINEAR, "max_center_norm": _NONNEG, "C": _POSITIVE, "c": _POSITIVE})
+def assumption2(*, sigma, p, d, m, n_prime, separation, max_center_norm=1.0, C=1.0, c=1.0):
+    """Assumption 2, each inequality with both sides; ``x >~ y`` is read ``x >= C y``
+    and ``x <~ y`` as ``x <= C y``; ``c`` is the exponent's constant."""
+    log_m = np.log(m)
+    snr = _snr_factor(separation, sigma)
+    floor = statistical_term(sigma, p, d, m, n_prime) + np.exp(-c * snr**2 * n_prime)
+    rows = [
+        ("max_j ||theta*_j|| <~ 1", max_center_norm, C * 1.0, "<="),
+        ("sigma <~ 1", sigma, C * 1.0, "<="),
+        ("n' >~ ((rho+1)/rho)^2 log m", n_prime, C * log_m / snr**2, ">="),
+        ("d >~ log m", d, C * log_m, ">="),
+        ("p >~ log m / m", p, C * log_m / m, ">="),
+        ("p m n' >~ d", p * m * n_prime, C * d, ">="),
+        ("Delta >~ (sigma/p) sqrt(d/(m n')) + exp(-c (rho/(rho+1))^2 n')", separation, C * floor, ">="),
+    ]
+    return tuple(Inequality(name, lhs, rhs, rel, "IFCA Assumption 2", C) for name, lhs, rhs, rel in rows)
+
+
+@validate_params({"distance": _NONNEG, **_LINEAR, "max_center_norm": _NONNEG,
+                  **_constants("c1", "c2", "c3", "c4", "C", "c")})
+def theorem1(distance, *, sigma, p, d, m, n_prime, separation, max_center_norm=1.0,
+             c1=0.5, c2=1.0, c3=1.0, c4=1.0, C=1.0, c=1.0) -> BoundResult:
+    """Theorem 1 (linear model): from ``||theta_j - theta*_j|| = distance <= Delta/4``, one
+    step with ``gamma = c1/p`` gives, w.p. at least ``1 - 1/poly(m)``,
+
+        ||theta_j^+ - theta*_j|| <= 1/2 ||theta_j - theta*_j||
+                                    + c2 (sigma/p) sqrt(d/(m n')) + c3 exp(-c4 (rho/(rho+1))^2 n').
+    """
+    terms = {
+        "contraction": 0.5 * distance,
+        "statistical": c2 * statistical_term(sigma, p, d, m, n_prime),
+        "exponential": c3 * exponential_term(separation, sigma, n_prime, c4),
+    }
+    assumptions = (
+        Inequality("||theta_j - theta*_j|| <= Delta/4", distance, separation / 4, "<=", "IFCA Theorem 1"),
+        *assumption2(sigma=sigma, p=p, d=d, m=m, n_prime=n_prime, separation=separation,
+                     max_center_norm=max_center_norm, C=C, c=c),
+    )
+    return BoundResult("IFCA.T1", sum(terms.values()), terms, {"step_size": c1 / p, "contraction_factor": 0.5},
+                       assumptions, theorem1.__doc__)
+
+
+@validate_params({**_LINEAR, "max_center_norm": _NONNEG, **_constants("c1", "c4", "c5", "c6", "C", "c"),
+                  "log_base": [Options(("e", "2"))]})
+def corollary1(*, sigma, p, d, m, n_prime, separation, max_center_norm=1.0, c1=0.5, c4=1.0, c5=1.0,
+               c6=1.0, C=1.0, c=1.0, log_base="e") -> BoundResult:
+    """Corollary 1: with ``gamma = c1/p``, after ``T = log(Delta/(4 eps))`` iterations,
+    w.p. at least ``1 - log(Delta/(4 eps))/poly(m)``, ``||theta_j - theta*_j|| <= eps`` for all j,
+
+        eps = c5 (sigma/p) sqrt(d/(m n')) + c6 exp(-c4 (rho/(rho+1))^2 n').
+
+    The paper's ``log`` is read as the natural log; a contraction of 1/2 per step needs
+    ``log_2`` (``log_base="2"``), 1.44 times more iterations.
+    """
+    terms = {
+        "statistical": c5 * statistical_term(sigma, p, d, m, n_prime),
+        "exponential": c6 * exponential_term(separation, sigma, n_prime, c4),
+    }
+    error = sum(terms.values())
+    ratio = separation / (4 * error)
+    iterations = np.log(ratio) if log_base == "e" else np.log2(ratio)
+    assumptions = assumption2(sigma=sigma, p=p, d=d, m=m, n_prime=n_prime, separation=separation,
+                              max_center_norm=max_center_norm, C=C, c=c)
+    derived = {"iterations": iterations, "step_size": c1 / p, "samples_per_machine": 2 * n_prime * np.ceil(iterations)}
+    return BoundResult("IFCA.C1", error, terms, derived, assumptions, corollary1.__doc__)
+
+
+_STRONGLY_CONVEX = {
+    "p": _PROPORTION,
+    "m": [Interval(Integral, 1, None, closed="left")],
+    "k": [Interval(Integral, 1, None, closed="left")],
+    "n_prime": _COUNT,
+    "separation": _POSITIVE,
+    "strong_convexity": _POSITIVE,
+    "smoothness": _POSITIVE,
+    "loss_variance": _NONNEG,
+}
+
+
+@validate_params({"init_distance": _NONNEG, **_STRONGLY_CONVEX, "max_center_norm": _NONNEG, "C": _POSITIVE})
+def assumption6(*, init_distance, p, m, k, n_prime, separation, strong_convexity, smoothness, loss_variance,
+                max_center_norm=1.0, C=1.0) -> tuple[Inequality, ...]:
+    """Assumption 6 (strongly convex case); the ``O~`` condition on Delta is checked with
+    its logarithmic and problem-dependent factors set to the constant ``C``."""
+    lam, L = strong_convexity, smoothness
+    rows = [
+        ("max_j ||theta*_j|| <~ 1", max_center_norm, C * 1.0, "<="),
+        ("||theta_j^(0) - theta*_j|| <= (1/4) sqrt(lambda/L) Delta", init_distance,
+         0.25 * np.sqrt(lam / L) * separation, "<="),
+        ("n' >~ k eta^2 / (lambda^2 Delta^4)", n_prime, C * k * loss_variance / (lam**2 * separation**4), ">="),
+        ("p >~ log(m n') / m", p, C * np.log(m * n_prime) / m, ">="),
+        ("Delta >= O~(max{n'^(-1/5), m^(-1/6) n'^(-1/3)})", separation,
+         C * max(n_prime ** (-1 / 5), m ** (-1 / 6) * n_prime ** (-1 / 3)), ">="),
+    ]
+    return tuple(Inequality(name, lhs, rhs, rel, "IFCA Assumption 6", C) for name, lhs, rhs, rel in rows)
+
+
+@validate_params({"p": _PROPORTION, "strong_convexity": _POSITIVE, "smoothness": _POSITIVE})
+def theorem2_contraction(p, strong_convexity, smoothness) -> float:
+    """The per-iteration contraction factor of Thm 2's proof: ``1 - p lambda / (8 L)``."""
+    return 1.0 - p * strong_convexity / (8.0 * smoothness)
+
+
+@validate_params({**_STRONGLY_CONVEX, "gradient_variance": _NONNEG, "delta": _PROBABILITY,
+                  "init_distance": _NONNEG, "max_center_norm": _NONNEG, "c": _POSITIVE, "C": _POSITIVE})
+def theorem2(*, p, m, k, n_prime, separation, strong_convexity, smoothness, loss_variance, gradient_variance,
+             delta=0.1, init_distance=0.0, max_center_norm=1.0, c=1.0, C=1.0) -> BoundResult:
+    """Theorem 2 (strongly convex losses): with ``gamma = 1/L``, w.p. at least ``1 - delta``,
+    after ``T = (8L/(p lambda)) log(Delta/(2 eps))`` iterations, ``||theta_j - theta*_j|| <= eps``,
+
+        eps <~ v k L log(mn') / (p^(5/2) lambda^2 delta sqrt(mn'))
+               + eta^2 L^2 k log(mn') / (p^2 lambda^4 delta Delta^4 n') + O~(1/(n' sqrt(m))),
+
+    here ``eps = c * (sum of the three terms)``, the ``O~`` term taken as ``1/(n' sqrt(m))``.
+    The per-iteration form (T2c) is ``(1 - p lambda/(8L)) ||theta - theta*|| + O~(1/sqrt(mn')
+    + 1/n' + 1/(n' sqrt(m)))``.
+    """
+    lam, L, v = strong_convexity, smoothness, np.sqrt(gradient_variance)
+    log_mn = np.log(m * n_prime)
+    terms = {
+        "gradient_noise": c * v * k * L * log_mn / (p**2.5 * lam**2 * delta * np.sqrt(m * n_prime)),
+        "misclustering": c * loss_variance * L**2 * k * log_mn / (p**2 * lam**4 * delta * separation**4 * n_prime),
+        "remainder": c / (n_prime * np.sqrt(m)),
+    }
+    error = sum(terms.values())
+    derived = {
+        "step_size": 1.0 / L,
+        "iterations": 8 * L / (p * lam) * np.log(separation / (2 * error)),
+        "contraction_factor": theorem2_contraction(p, lam, L),
+        "floor_shape": 1 / np.sqrt(m * n_prime) + 1 / n_prime + 1 / (n_prime * np.sqrt(m)),
+    }
+    assumptions = assumption6(init_distance=init_distance, p=p, m=m, k=k, n_prime=n_prime, separation=separation,
+                              strong_convexity=lam, smoothness=L, loss_variance=loss_variance,
+                              max_center_norm=max_center_norm, C=C)
+    return BoundResult("IFCA.T2", error, terms, derived, assumptions, theorem2.__doc__)

@@ -1,0 +1,123 @@
+"""The success-probability protocol of IFCA Sec. 6.1 / Fig. 2 (DESIGN.md, "IFCA Fig. 2 protocol").
+
+Two variants, named in every result row and report:
+
+``official`` (default; what the authors' code does): theta*_j with i.i.d. Bernoulli(0.5) * r
+coordinates (not normalised), Bernoulli(0.5) initial models in {0, 1}, mean squared loss,
+gradient averaging over all machines with ``/m``, no re-sampling, 300 iterations, 10
+restarts x 3 step sizes; a run's distance is ``(1/k) sum_j min_j' ||theta_j - theta*_j'||``.
+``paper-text``: theta*_j rescaled to norm R, initial models with the same scaling, and
+models matched to truths one-to-one.
+
+A data seed (trial) succeeds if the smallest final distance over its finite runs is
+below ``0.6 sigma`` (``0.6 sigma + 0.001`` on the noise panels a, b); a trial whose runs
+all diverge fails (the authors' code counts it as a success by accident).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..algorithms import ifca
+from ..algorithms.trace import matched_distances
+from ..synthetic import make_mixed_linear_regression
+from .grid import expand, trial_seeds
+
+__all__ = ["VARIANTS", "PANELS", "fig2_cells", "run_fig2_cell", "trial_outcomes"]
+
+VARIANTS = ("official", "paper-text")
+STEP_SIZES = {2: (1.0, 0.1, 0.01), 4: (2.0, 1.0, 0.5)}
+_NOISE_AXES = {"r": [0.1, 0.25, 0.5, 0.75, 1.0], "sigma": [0.0, 0.1, 0.2, 0.4]}
+
+# panel -> (fixed parameters, swept axes); the paper's Fig. 2 panels (a)-(d)
+PANELS = {
+    "a": ({"k": 2, "m": 100, "n": 100, "d": 1000, "noise_panel": True}, _NOISE_AXES),
+    "b": ({"k": 4, "m": 400, "n": 100, "d": 1000, "noise_panel": True}, _NOISE_AXES),
+    "c": ({"k": 2, "d": 1000, "sigma": 0.1, "noise_panel": False},
+          {"m": [50, 70, 100, 150, 200, 300, 400], "n": [50, 100, 200], "r": [0.1, 0.25]}),
+    "d": ({"k": 4, "d": 1000, "sigma": 0.1, "noise_panel": False},
+          {"m": [100, 200, 300, 400, 800], "n": [50, 100, 200], "r": [0.5, 0.75]}),
+}
+AXES = ("k", "m", "n", "d", "r", "sigma")
+PROTOCOL = {"trials": 40, "restarts": 10, "iterations": 300, "dtype": "float32", "shared_inits": False}
+_BATCH_BYTES = 1 << 30  # data per chunk of trials: a fixed budget, so chunking is part of the config
+
+
+def fig2_cells(panels=tuple(PANELS), variants=("official",), overrides: dict | None = None, *,
+               seed: int = 0, **protocol) -> list[dict]:
+    """The cells of the selected panels and variants.
+
+    ``overrides`` maps a parameter (``m, n, d, r, sigma``) to the values to use in every
+    selected panel: it replaces a swept axis's values, or a panel's fixed value (several
+    values then make it an axis). ``protocol`` overrides the protocol settings
+    (``trials``, ``restarts``, ``iterations``, ``dtype``, ``shared_inits``).
+    """
+    overrides = overrides or {}
+    cells = []
+    for panel in panels:
+        fixed, axes = PANELS[panel]
+        fixed = {key: value for key, value in fixed.items() if key not in overrides}
+        axes = {**axes, **overrides}
+        for variant in variants:
+            settings = {**PROTOCOL, **protocol, "sweep": "ifca-fig2", "variant": variant, "panel": panel, "seed": seed}
+            cells += expand({**fixed, **settings}, axes)
+    return cells
+
+
+def _threshold(cell) -> float:
+    return 0.6 * cell["sigma"] + (0.001 if cell["noise_panel"] else 0.0)
+
+
+def run_fig2_cell(cell: dict, device: str = "cpu") -> pd.DataFrame:
+    """All runs of one cell: one row per (trial, restart, step size) with its final state."""
+    k, m, n, d = cell["k"], cell["m"], cell["n"], cell["d"]
+    variant = cell["variant"]
+    seeds = trial_seeds(cell["seed"], cell, cell["trials"])
+    chunk = max(1, _BATCH_BYTES // (m * n * d * 4))
+    frames = []
+    for start in range(0, len(seeds), chunk):
+        problem = make_mixed_linear_regression(
+            k, m, n, d, sigma=cell["sigma"], truth=variant, scale=cell["r"], batch_size=len(seeds[start:start + chunk]),
+            seed=list(seeds[start:start + chunk]), dtype=cell["dtype"], device=device,
+        )
+        trace = ifca(
+            problem, iterations=cell["iterations"], step_sizes=STEP_SIZES[k], restarts=cell["restarts"],
+            init=variant, shared_inits=cell["shared_inits"], seed=cell["seed"],
+        )
+        frames.append(_rows(cell, trace, start))
+    return pd.concat(frames, ignore_index=True)
+
+
+def _rows(cell, trace, first_trial) -> pd.DataFrame:
+    B, R = trace.diverged.shape
+    final = trace.distances[:, :, -1]  # NaN rows for diverged runs stay NaN
+    nearest = final.min(axis=-1).mean(axis=-1)
+    matched = matched_distances(final).mean(axis=-1)
+    return pd.DataFrame({
+        "variant": cell["variant"],
+        "panel": cell["panel"],
+        **{axis: cell[axis] for axis in AXES},
+        "threshold": _threshold(cell),
+        "trial": np.repeat(np.arange(B) + first_trial, R),
+        "problem_seed": np.repeat(np.array(trace.problem_seeds, dtype=np.uint64), R),
+        "restart": np.tile(trace.run_restart, B),
+        "step_size": np.tile(trace.run_step_size, B),
+        "dist_nearest": nearest.ravel(),
+        "dist_matched": matched.ravel(),
+        "misassigned": trace.misassigned[:, :, -1].ravel(),
+        "diverged": trace.diverged.ravel(),
+        "diverged_at": trace.diverged_at.ravel(),
+        "collapsed": trace.collapsed.ravel(),
+    })
+
+
+def trial_outcomes(rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per trial: success = the best finite run's distance is below the threshold
+    (``dist_nearest`` for ``official``, ``dist_matched`` for ``paper-text``)."""
+    rows = rows.assign(distance=np.where(rows["variant"] == "official", rows["dist_nearest"], rows["dist_matched"]))
+    keys = ["variant", "panel", *AXES, "threshold", "trial"]
+    grouped = rows.groupby(keys, sort=True)
+    table = grouped.agg(best_distance=("distance", "min"), runs=("distance", "size"),
+                        diverged_runs=("diverged", "sum"), collapsed_runs=("collapsed", "sum")).reset_index()
+    table["success"] = table["best_distance"] < table["threshold"]  # NaN (all diverged) -> False
+    return table

@@ -1,0 +1,22 @@
+"""Statistics, the claim registry, verdicts, each paper's checks and pytest helpers."""
+from .context import SCALES, VerifyContext
+from .registry import CLAIMS, Claim, get_claim
+from .run import implemented_claims, verify, verify_claims
+from .testing import assert_claim, assert_within_bound
+from .verdict import PASSING, VERDICTS, Verdict
+
+__all__ = [
+    "verify",
+    "verify_claims",
+    "implemented_claims",
+    "assert_claim",
+    "assert_within_bound",
+    "Verdict",
+    "VERDICTS",
+    "PASSING",
+    "CLAIMS",
+    "Claim",
+    "get_claim",
+    "SCALES",
+    "VerifyContext",
+]

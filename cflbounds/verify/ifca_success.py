@@ -1,0 +1,144 @@
+"""IFCA.F2: success probability of Fig. 2 rises with R, m, n and falls with sigma.
+
+The runs are the ``ifca-fig2`` sweep (DESIGN.md's protocol, ``official`` variant). At the
+``paper`` scale the full protocol runs; smaller scales run a reduced protocol (stated in
+the verdict) placed where the success probability is neither 0 nor 1, since a saturated
+grid carries no information about a trend.
+
+Judgment: along every line of the grid (one axis varies, the rest fixed), a one-sided
+Fisher exact test of the first against the last point in the claimed direction, and of
+every adjacent pair against it (a reversal); Holm's correction over the tests of an axis.
+An axis is ``confirmed`` when some line moves significantly the claimed way, ``reversed``
+when some adjacent pair moves significantly the other way.
+"""
+from __future__ import annotations
+
+import functools
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..sweeps.executors import run_cells
+from ..sweeps.grid import cell_key
+from ..sweeps.ifca_fig2 import AXES, PANELS, fig2_cells, run_fig2_cell, trial_outcomes
+from ..sweeps.store import ResultStore
+from .context import VerifyContext
+from .stats import clopper_pearson, fisher_one_sided
+from .verdict import Verdict
+
+ALPHA = 0.05
+DIRECTIONS = {"r": 1, "m": 1, "n": 1, "sigma": -1}  # the claimed direction of each axis
+
+# panel -> parameter overrides of the reduced protocols. They keep the paper's ratios at a
+# tenth of its dimension: d = 100 with r scaled by sqrt(10) keeps ||theta*|| and the
+# separation r sqrt(d/2) of Fig. 2, and p m n / d spans the paper's range around 5.
+_REDUCED = {"d": [100]}
+SCALES = {
+    "smoke": {"panels": {"a": {**_REDUCED, "m": [24], "n": [24], "r": [0.1, 0.79], "sigma": [0.1, 0.4]},
+                         "c": {**_REDUCED, "m": [8, 48], "n": [24], "r": [0.32]}},
+              "protocol": {"trials": 12, "restarts": 3, "iterations": 150}},
+    "default": {"panels": {"a": {**_REDUCED, "m": [32], "n": [32], "r": [0.1, 0.2, 0.32, 0.79],
+                                 "sigma": [0.0, 0.1, 0.2, 0.4]},
+                           "c": {**_REDUCED, "m": [16, 24, 32, 48], "n": [16, 32], "r": [0.32]}},
+                "protocol": {"trials": 40}},
+    "paper": {"panels": {panel: {} for panel in PANELS}, "protocol": {}},
+}
+
+
+def _holm(p_values: list[float]) -> np.ndarray:
+    """Holm-Bonferroni: which of the p-values are significant at family-wise level ALPHA."""
+    order = np.argsort(p_values)
+    significant = np.zeros(len(p_values), dtype=bool)
+    for rank, index in enumerate(order):
+        if p_values[index] > ALPHA / (len(p_values) - rank):
+            break
+        significant[index] = True
+    return significant
+
+
+def monotonicity(outcomes: pd.DataFrame) -> dict:
+    """Per swept axis: lines, significant moves in the claimed direction, significant reversals."""
+    result = {}
+    for axis, direction in DIRECTIONS.items():
+        others = [a for a in ("variant", "panel", *AXES) if a != axis]
+        counts = outcomes.groupby(others + [axis])["success"].agg(["sum", "count"]).reset_index()
+        endpoint_p, reversal_p = [], []
+        for _, line in counts.groupby(others):
+            line = line.sort_values(axis, ascending=direction > 0)  # claimed: success rises along the line
+            if len(line) < 2:
+                continue
+            wins, totals = line["sum"].to_numpy(), line["count"].to_numpy()
+            endpoint_p.append(fisher_one_sided(wins[0], totals[0], wins[-1], totals[-1]))
+            reversal_p += [fisher_one_sided(wins[i + 1], totals[i + 1], wins[i], totals[i]) for i in range(len(line) - 1)]
+        if not endpoint_p:
+            continue
+        confirmed, reversed_ = _holm(endpoint_p), _holm(reversal_p)
+        result[axis] = {
+            "lines": len(endpoint_p),
+            "confirmed_lines": int(confirmed.sum()),
+            "reversals": int(reversed_.sum()),
+            "status": "reversed" if reversed_.any() else "confirmed" if confirmed.any() else "flat",
+        }
+    return result
+
+
+def _success_table(ctx: VerifyContext) -> pd.DataFrame:
+    cfg = SCALES[ctx.scale]
+    cells = [cell for panel, overrides in cfg["panels"].items()
+             for cell in fig2_cells((panel,), ("official",), overrides, seed=ctx.seed, **cfg["protocol"])]
+    directory = Path(ctx.workdir) / "sweeps" / "ifca-fig2" if ctx.workdir else Path(tempfile.mkdtemp())
+    store = ResultStore(directory)
+    run_cells(cells, functools.partial(run_fig2_cell, device=ctx.device), store, executor=ctx.executor,
+              progress=ctx.progress)
+    rows = store.read()
+    return rows[rows["cell"].isin({cell_key(cell) for cell in cells})]  # a reused store may hold others
+
+
+def _plot(outcomes: pd.DataFrame) -> dict:
+    """Success probability vs R per sigma on the first noise panel (Fig. 2 (a) style)."""
+    first = outcomes[outcomes["panel"] == sorted(outcomes["panel"].unique())[0]]
+    x_axis, group = ("r", "sigma") if first["r"].nunique() > 1 else ("m", "n")
+    xs = sorted(first[x_axis].unique())
+    series = []
+    for value, part in first.groupby(group):
+        counts = part.groupby(x_axis)["success"].agg(["sum", "count"]).reindex(xs)
+        low, high = clopper_pearson(counts["sum"], counts["count"])
+        series.append({"label": f"{group} = {value:g}", "y": (counts["sum"] / counts["count"]).tolist(),
+                       "low": low.tolist(), "high": high.tolist(), "style": "line"})
+    return {"kind": "line", "title": f"IFCA.F2: success probability, panel {first['panel'].iloc[0]}",
+            "xlabel": x_axis, "ylabel": "success probability", "logx": False, "logy": False,
+            "x": [float(x) for x in xs], "series": series}
+
+
+def check_f2(ctx: VerifyContext) -> Verdict:
+    rows = _success_table(ctx)
+    ctx.save_table("ifca_fig2_runs", rows)
+    outcomes = trial_outcomes(rows)
+    ctx.save_table("ifca_fig2_trials", outcomes)
+    axes = monotonicity(outcomes)
+    statuses = {axis: info["status"] for axis, info in axes.items()}
+    if "reversed" in statuses.values():
+        verdict = "violated"
+    elif statuses and all(s == "confirmed" for s in statuses.values()):
+        verdict = "holds"
+    else:
+        verdict = "inconclusive"
+    evidence = {"trials": int(len(outcomes)), "cells": int(outcomes.groupby(["panel", *AXES]).ngroups),
+                "success_rate_overall": float(outcomes["success"].mean()),
+                "collapsed_runs_fraction": float(rows["collapsed"].mean()),
+                "diverged_runs_fraction": float(rows["diverged"].mean())}
+    for axis, info in axes.items():
+        evidence.update({f"{axis}_{key}": value for key, value in info.items() if key != "status"})
+    summary = "; ".join(f"{axis}: {status}" for axis, status in statuses.items())
+    scale = SCALES[ctx.scale]
+    return Verdict(
+        "IFCA.F2", verdict, evidence, ctx.seed, int(len(outcomes)), 1 - ALPHA,
+        f"trend of success probability per axis (Fisher exact, Holm, alpha {ALPHA}): {summary}",
+        plot=_plot(outcomes),
+        details={"protocol": "official (authors' code): Bernoulli*r centers, Bernoulli inits, nearest-truth distance",
+                 "grid": "full Fig. 2 protocol" if ctx.scale == "paper" else
+                 f"reduced protocol: {scale['panels']}, {scale['protocol']} (d = 100, r scaled by sqrt(10))",
+                 **{f"axis {axis}": status for axis, status in statuses.items()}},
+    )

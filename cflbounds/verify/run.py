@@ -1,0 +1,59 @@
+"""Run the checks of a list of claims and collect their verdicts and tables."""
+from __future__ import annotations
+
+import time
+from numbers import Integral
+
+from .._torch import DEVICES, resolve_device
+from .._validation import Boolean, Interval, NoneOK, Options, validate_params
+from ..sweeps.executors import EXECUTORS
+from .context import SCALE_OPTION, VerifyContext
+from .registry import CLAIMS, get_claim
+from .verdict import Verdict
+
+__all__ = ["verify", "verify_claims", "implemented_claims"]
+
+
+def implemented_claims() -> list[str]:
+    return [claim.id for claim in CLAIMS.values() if claim.check is not None]
+
+
+def _check(claim_id: str, context: VerifyContext) -> Verdict:
+    claim = get_claim(claim_id)
+    if claim.check is None:
+        return Verdict(claim_id, "not-implemented", {}, context.seed, 0, 0.0,
+                       "no check for this claim yet", claim.statement, context.scale)
+    started = time.perf_counter()
+    verdict = claim.check(context)
+    verdict.statement, verdict.scale = claim.statement, context.scale
+    verdict.seconds = time.perf_counter() - started
+    return verdict
+
+
+def verify_claims(ids=None, context: VerifyContext | None = None) -> list[Verdict]:
+    """Check each claim (all implemented ones if ``ids`` is None), in the given order."""
+    context = context or VerifyContext()
+    ids = implemented_claims() if not ids else list(ids)
+    for claim_id in ids:
+        get_claim(claim_id)  # every ID is validated before any work starts
+    return [_check(claim_id, context) for claim_id in ids]
+
+
+@validate_params({
+    "claim_id": [Options(tuple(CLAIMS))],
+    "scale": [SCALE_OPTION],
+    "seed": [Interval(Integral, 0, None, closed="left")],
+    "device": [DEVICES],
+    "executor": [Options(EXECUTORS)],
+    "progress": [NoneOK, Boolean],
+})
+def verify(claim_id: str, *, scale: str = "default", seed: int = 0, device: str = "auto",
+           executor: str = "local", progress: bool | None = False) -> Verdict:
+    """Check one claim and return its :class:`Verdict` (the Python form of ``cflbounds verify ID``).
+
+    >>> from cflbounds.verify import verify, assert_claim
+    >>> assert_claim(verify("IFCA.T1", scale="smoke"))  # doctest: +SKIP
+    """
+    context = VerifyContext(scale=scale, seed=seed, device=str(resolve_device(device)), executor=executor,
+                            progress=progress)
+    return _check(claim_id, context)

@@ -1,0 +1,65 @@
+"""pytest helpers: assert that a claim's check passed, or that measurements respect a bound.
+
+    from cflbounds.verify import verify
+    from cflbounds.verify.testing import assert_claim, assert_within_bound
+
+    def test_ifca_one_step():
+        assert_claim(verify("IFCA.T1", scale="smoke"))
+
+    def test_my_method_error():
+        assert_within_bound(errors, bound, failure_probability=0.05, confidence=0.95)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .stats import clopper_pearson
+from .verdict import PASSING, Verdict
+
+__all__ = ["assert_claim", "assert_within_bound"]
+
+
+def assert_claim(verdict: Verdict, allowed=PASSING) -> Verdict:
+    """Fail the test unless the verdict is one of ``allowed`` (``holds``/``rate-consistent``);
+    the failure message carries the summary, the evidence and the seed to reproduce it."""
+    if verdict.verdict not in allowed:
+        evidence = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                             for k, v in verdict.evidence.items())
+        raise AssertionError(
+            f"{verdict.id}: {verdict.verdict} (expected {' or '.join(allowed)}) at scale {verdict.scale!r}, "
+            f"seed {verdict.seed}, {verdict.trials} trials, confidence {verdict.confidence}.\n"
+            f"{verdict.summary}\nevidence: {evidence}"
+        )
+    return verdict
+
+
+def assert_within_bound(measured, bound, *, failure_probability: float = 0.0, confidence: float = 0.95):
+    """Fail unless ``measured <= bound`` except with probability at most ``failure_probability``,
+    at the given confidence: the Clopper-Pearson upper end of the exceedance rate must not
+    exceed ``failure_probability`` (with ``failure_probability = 0`` any exceedance fails).
+
+    ``measured`` and ``bound`` broadcast (one bound per sample, or one for all). Returns the
+    number of exceedances and the interval. Fails too when there are too few samples for
+    the test to ever pass, saying how many would be needed.
+    """
+    measured, bound = np.broadcast_arrays(np.asarray(measured, dtype=float), np.asarray(bound, dtype=float))
+    if measured.size == 0 or not np.all(np.isfinite(measured)):
+        raise AssertionError("assert_within_bound needs a non-empty array of finite measurements")
+    exceed = int(np.sum(measured > bound))
+    trials = measured.size
+    low, high = clopper_pearson(exceed, trials, confidence)
+    if failure_probability == 0.0:
+        if exceed:
+            worst = float(np.max(measured - bound))
+            raise AssertionError(f"{exceed}/{trials} measurements exceed the bound (worst excess {worst:.4g})")
+        return exceed, (float(low), float(high))
+    if high > failure_probability:
+        # with no exceedance the upper end is 1 - (alpha/2)^(1/N): it reaches the level once
+        # N >= log(alpha/2) / log(1 - level)
+        needed = int(np.ceil(np.log((1 - confidence) / 2) / np.log(1 - failure_probability)))
+        hint = f"; even with no exceedance {needed} samples are needed" if needed > trials else ""
+        raise AssertionError(
+            f"{exceed}/{trials} measurements exceed the bound: exceedance rate in [{low:.4g}, {high:.4g}] "
+            f"at confidence {confidence}, above the allowed {failure_probability}{hint}"
+        )
+    return exceed, (float(low), float(high))
