@@ -27,6 +27,7 @@ __all__ = [
     "ArrayLike",
     "Boolean",
     "NoneOK",
+    "SeedArray",
     "validate_params",
     "check_param",
     "require",
@@ -58,22 +59,25 @@ class Interval:
     def is_satisfied_by(self, value) -> bool:
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, self.kind):
             return False
-        value = float(value)
-        if math.isnan(value):
-            return False
+        if isinstance(value, Integral):
+            value = int(value)  # exact: a huge int must not overflow a float conversion
+        else:
+            value = float(value)
+            if math.isnan(value):
+                return False
         if self.left is not None:
             if self.closed in ("left", "both") and value < self.left:
                 return False
             if self.closed in ("right", "neither") and value <= self.left:
                 return False
-        elif math.isinf(value) and value < 0:
+        elif isinstance(value, float) and math.isinf(value) and value < 0:
             return False
         if self.right is not None:
             if self.closed in ("right", "both") and value > self.right:
                 return False
             if self.closed in ("left", "neither") and value >= self.right:
                 return False
-        elif math.isinf(value) and value > 0:
+        elif isinstance(value, float) and math.isinf(value) and value > 0:
             return False
         return True
 
@@ -93,10 +97,9 @@ class Options:
         self.values = tuple(values)
 
     def is_satisfied_by(self, value) -> bool:
-        try:
-            return value in self.values
-        except TypeError:
-            return False
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (str, Integral, Real)):
+            return False  # arrays, lists, None...: never an option (and `array in tuple` is ambiguous)
+        return value in self.values
 
     def __str__(self) -> str:
         return "one of {" + ", ".join(repr(v) for v in self.values) + "}"
@@ -128,6 +131,16 @@ def _is_finite_array(value) -> bool:
 
 
 ArrayLike = Constraint(_is_finite_array, "a non-empty array of finite numbers")
+
+
+def _is_seed_array(value) -> bool:
+    if isinstance(value, (str, bytes, dict)) or np.ndim(value) != 1 or len(value) == 0:
+        return False
+    array = np.asarray(value)
+    return array.dtype.kind in "iu" and bool(np.all(array >= 0))
+
+
+SeedArray = Constraint(_is_seed_array, "a non-empty 1-d array of non-negative ints")
 Boolean = Constraint(lambda v: isinstance(v, (bool, np.bool_)), "a bool")
 NoneOK = Constraint(lambda v: v is None, "None")
 

@@ -22,6 +22,16 @@ def _splitmix64(z: np.ndarray) -> np.ndarray:
         return z ^ (z >> np.uint64(31))
 
 
+def counter_hash(*keys) -> np.ndarray:
+    """A 64-bit hash of integer keys (arrays broadcast), e.g. (seed, restart, step bits)."""
+    arrays = np.broadcast_arrays(*(np.asarray(k, dtype=np.uint64) for k in keys))
+    state = np.zeros(arrays[0].shape, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for key in arrays:
+            state = _splitmix64(state ^ key)
+    return state
+
+
 def counter_uniform(seeds: np.ndarray, counter: int, size: int) -> np.ndarray:
     """Uniforms in [0, 1) of shape ``seeds.shape + (size,)``; entry ``[..., i]`` depends
     only on ``(seed, counter, i)``."""

@@ -46,7 +46,7 @@ from ..synthetic.resampling import (
 )
 from ..synthetic.seeding import stream
 from . import squared_loss as sq
-from ._random import participation_mask
+from ._random import counter_hash, participation_mask
 from ._slots import SlotBatch
 from .initialization import INIT_SCHEMES, initial_models
 from .trace import ClusteringTrace
@@ -76,7 +76,9 @@ class SlotView:
 
 
 _STEP_SIZES = Constraint(
-    lambda v: ArrayLike.is_satisfied_by(v) and np.ndim(v) <= 1 and bool(np.all(np.asarray(v, float) > 0)),
+    lambda v: ArrayLike.is_satisfied_by(v) and np.ndim(v) <= 1 and np.asarray(v).dtype != bool
+    and not any(isinstance(x, (bool, np.bool_)) for x in np.atleast_1d(np.asarray(v, dtype=object)))
+    and bool(np.all(np.asarray(v, float) > 0)),
     "a positive float or a non-empty sequence of positive floats",
 )
 _INIT = [Options(INIT_SCHEMES), ArrayLike]
@@ -164,8 +166,7 @@ def _run(problem, k, T, steps, restarts, init_models, aggregation, local_steps, 
 
     models = torch.as_tensor(np.repeat(init_models, S, axis=1), dtype=dtype, device=device)  # (B, R, k, d)
     step = torch.as_tensor(np.tile(steps, restarts), dtype=dtype, device=device).expand(B, R).clone()
-    base_seeds = np.array([stream(s, _STREAM_RUNS, seed).integers(2**62) for s in problem.seeds], dtype=np.uint64)
-    run_seeds = base_seeds[:, None] + np.arange(R, dtype=np.uint64)  # hashed, so neighbours are independent
+    run_seeds = _run_seeds(problem.seeds, seed, restarts, steps)
     data = {"features": problem.features, "responses": problem.responses, "theta_star": problem.theta_star}
     no_choice = torch.full((B, R, m), -1, device=device)
     batch = SlotBatch(data, {"models": models, "step": step, "assignment": no_choice}, run_seeds)
@@ -174,7 +175,7 @@ def _run(problem, k, T, steps, restarts, init_models, aggregation, local_steps, 
     distances = np.full((B, R, T + 1, k, K), np.nan)
     misassigned = np.full((B, R, T), -1, dtype=np.int32)
     misassigned_labelled = np.full((B, R, T), -1, dtype=np.int32)
-    assignments = np.full((B, R, T, m), -1, dtype=np.int8) if record_assignments else None
+    assignments = np.full((B, R, T, m), -1, dtype=np.int8 if k < 128 else np.int32) if record_assignments else None
     diverged_at = np.full((B, R), -1)
     retired_at = np.full((B, R), -1)
     final_models = np.full((B, R, k, d), np.nan)
@@ -258,6 +259,15 @@ def _run(problem, k, T, steps, restarts, init_models, aggregation, local_steps, 
             "resample": resample, "n_prime": n_prime, "participation": participation, "loss": loss, "seed": seed,
         },
     )
+
+
+def _run_seeds(problem_seeds, seed, restarts, steps) -> np.ndarray:
+    """``(B, R)`` seeds of the runs' participation draws, keyed by (problem seed, seed,
+    restart, step size): a run is the same run inside any grid of restarts and step sizes."""
+    base = np.array([stream(s, _STREAM_RUNS, seed).integers(2**62) for s in problem_seeds], dtype=np.uint64)
+    restart = np.repeat(np.arange(restarts, dtype=np.uint64), len(steps))
+    step_bits = np.tile(steps.astype(np.float64).view(np.uint64), restarts)
+    return counter_hash(base[:, None], restart[None, :], step_bits[None, :])
 
 
 def _batches(problem, batch, t, resample, n_prime):

@@ -68,4 +68,6 @@ def initial_models(problem, init, restarts: int, k: int, seed: int, *, distance_
         for i in range(restarts):
             rng = stream(seed, _STREAM_INIT, i) if shared else stream(problem.seeds[b], _STREAM_INIT, seed, i)
             models[b, i] = _draw(rng, init, truths[b], problem.separation[b], problem.scale, distance_ratio)
+    require(bool(np.all(np.isfinite(models))), f"init={init!r} with init_distance_ratio={distance_ratio} gives "
+            "non-finite initial models; use a smaller ratio.")
     return models

@@ -95,10 +95,18 @@ class ClusteringTrace:
         return matched_distances(self.distances)
 
     @property
+    def last_distances(self) -> np.ndarray:
+        """Each run's last recorded distance table (at T, or where it diverged or was
+        retired), ``(B, R, k, k*)``."""
+        recorded = np.isfinite(self.distances).all(axis=(-2, -1))  # (B, R, T + 1)
+        last = self.distances.shape[2] - 1 - np.argmax(recorded[:, :, ::-1], axis=-1)
+        return np.take_along_axis(self.distances, last[:, :, None, None, None], axis=2)[:, :, 0]
+
+    @property
     def collapsed(self) -> np.ndarray:
-        """Runs whose final models do not cover every true cluster (two models share a
+        """Runs whose last models do not cover every true cluster (two models share a
         nearest truth), ``(B, R)`` bool."""
-        final = self.distances[:, :, -1]
+        final = self.last_distances
         nearest = np.argmin(np.nan_to_num(final, nan=np.inf), axis=-1)
         covered = np.array([[len(set(row)) for row in problem] for problem in nearest])
         return covered < self.distances.shape[-1]

@@ -12,6 +12,11 @@ models matched to truths one-to-one.
 A data seed (trial) succeeds if the smallest final distance over its finite runs is
 below ``0.6 sigma`` (``0.6 sigma + 0.001`` on the noise panels a, b); a trial whose runs
 all diverge fails (the authors' code counts it as a success by accident).
+
+With ``early_exit`` (default) a run leaves the batch once its final distance is certainly
+on one side of the threshold, and a trial once one of its runs certainly succeeds
+(:mod:`cflbounds.sweeps.certificate`); outcomes are unchanged, but such runs have no
+final distance in the rows (``certified`` says why, ``final_lower/upper`` bound it).
 """
 from __future__ import annotations
 
@@ -20,7 +25,9 @@ import pandas as pd
 
 from ..algorithms import ifca
 from ..algorithms.trace import matched_distances
+from ..algorithms.squared_loss import LOSS_CONVENTIONS
 from ..synthetic import make_mixed_linear_regression
+from .certificate import FinalDistanceCertificate
 from .grid import expand, trial_seeds
 
 __all__ = ["VARIANTS", "PANELS", "fig2_cells", "run_fig2_cell", "trial_outcomes"]
@@ -39,7 +46,8 @@ PANELS = {
           {"m": [100, 200, 300, 400, 800], "n": [50, 100, 200], "r": [0.5, 0.75]}),
 }
 AXES = ("k", "m", "n", "d", "r", "sigma")
-PROTOCOL = {"trials": 40, "restarts": 10, "iterations": 300, "dtype": "float32", "shared_inits": False}
+PROTOCOL = {"trials": 40, "restarts": 10, "iterations": 300, "dtype": "float32", "shared_inits": False,
+            "early_exit": True}
 _BATCH_BYTES = 1 << 30  # data per chunk of trials: a fixed budget, so chunking is part of the config
 
 
@@ -64,6 +72,12 @@ def fig2_cells(panels=tuple(PANELS), variants=("official",), overrides: dict | N
     return cells
 
 
+def _problem_key(cell) -> dict:
+    """What defines a cell's problems: its data seeds depend on these only, so execution
+    settings (dtype, early exit, restarts, iterations, trial count) never change the data."""
+    return {key: cell[key] for key in ("sweep", "variant", "panel", "noise_panel", *AXES)}
+
+
 def _threshold(cell) -> float:
     return 0.6 * cell["sigma"] + (0.001 if cell["noise_panel"] else 0.0)
 
@@ -72,7 +86,7 @@ def run_fig2_cell(cell: dict, device: str = "cpu") -> pd.DataFrame:
     """All runs of one cell: one row per (trial, restart, step size) with its final state."""
     k, m, n, d = cell["k"], cell["m"], cell["n"], cell["d"]
     variant = cell["variant"]
-    seeds = trial_seeds(cell["seed"], cell, cell["trials"])
+    seeds = trial_seeds(cell["seed"], _problem_key(cell), cell["trials"])
     chunk = max(1, _BATCH_BYTES // (m * n * d * 4))
     frames = []
     for start in range(0, len(seeds), chunk):
@@ -80,16 +94,23 @@ def run_fig2_cell(cell: dict, device: str = "cpu") -> pd.DataFrame:
             k, m, n, d, sigma=cell["sigma"], truth=variant, scale=cell["r"], batch_size=len(seeds[start:start + chunk]),
             seed=list(seeds[start:start + chunk]), dtype=cell["dtype"], device=device,
         )
+        certificate = None
+        if cell["early_exit"]:
+            certificate = FinalDistanceCertificate(
+                problem.theta_star_exact, cell["iterations"], _threshold(cell),
+                "nearest" if variant == "official" else "matched", LOSS_CONVENTIONS["mean"](n),
+            )
         trace = ifca(
             problem, iterations=cell["iterations"], step_sizes=STEP_SIZES[k], restarts=cell["restarts"],
-            init=variant, shared_inits=cell["shared_inits"], seed=cell["seed"],
+            init=variant, shared_inits=cell["shared_inits"], seed=cell["seed"], monitor=certificate,
         )
-        frames.append(_rows(cell, trace, start))
+        frames.append(_rows(cell, trace, start, certificate.outcomes if certificate else {}))
     return pd.concat(frames, ignore_index=True)
 
 
-def _rows(cell, trace, first_trial) -> pd.DataFrame:
+def _rows(cell, trace, first_trial, outcomes) -> pd.DataFrame:
     B, R = trace.diverged.shape
+    certified = [[outcomes.get((b, r), ("",) + (np.nan,) * 3) for r in range(R)] for b in range(B)]
     final = trace.distances[:, :, -1]  # NaN rows for diverged runs stay NaN
     nearest = final.min(axis=-1).mean(axis=-1)
     matched = matched_distances(final).mean(axis=-1)
@@ -108,6 +129,10 @@ def _rows(cell, trace, first_trial) -> pd.DataFrame:
         "diverged": trace.diverged.ravel(),
         "diverged_at": trace.diverged_at.ravel(),
         "collapsed": trace.collapsed.ravel(),
+        "retired_at": trace.retired_at.ravel(),
+        "certified": [c[0] for row in certified for c in row],  # success/failure/stopped, "" if ran to T
+        "final_lower": [c[2] for row in certified for c in row],
+        "final_upper": [c[3] for row in certified for c in row],
     })
 
 
@@ -116,8 +141,11 @@ def trial_outcomes(rows: pd.DataFrame) -> pd.DataFrame:
     (``dist_nearest`` for ``official``, ``dist_matched`` for ``paper-text``)."""
     rows = rows.assign(distance=np.where(rows["variant"] == "official", rows["dist_nearest"], rows["dist_matched"]))
     keys = ["variant", "panel", *AXES, "threshold", "trial"]
+    rows = rows.assign(certified_success=rows["certified"] == "success")
     grouped = rows.groupby(keys, sort=True)
     table = grouped.agg(best_distance=("distance", "min"), runs=("distance", "size"),
-                        diverged_runs=("diverged", "sum"), collapsed_runs=("collapsed", "sum")).reset_index()
-    table["success"] = table["best_distance"] < table["threshold"]  # NaN (all diverged) -> False
+                        diverged_runs=("diverged", "sum"), collapsed_runs=("collapsed", "sum"),
+                        certified_success=("certified_success", "any")).reset_index()
+    # NaN best distance (every run diverged or retired) compares False
+    table["success"] = (table["best_distance"] < table["threshold"]) | table["certified_success"]
     return table

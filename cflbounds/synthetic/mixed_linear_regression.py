@@ -32,6 +32,7 @@ from .._validation import (
     Interval,
     NoneOK,
     Options,
+    SeedArray,
     require,
     validate_params,
 )
@@ -126,7 +127,9 @@ class MixedLinearRegression:
     def snr(self) -> np.ndarray:
         """``rho = Delta^2 / sigma^2`` (inf when sigma = 0)."""
         with np.errstate(divide="ignore"):
-            return self.separation**2 / self.sigma**2 if self.sigma > 0 else np.full(self.batch_size, np.inf)
+            if self.sigma == 0:
+                return np.full(self.batch_size, np.inf)
+            return np.square(self.separation) / np.square(np.float64(self.sigma))
 
     @property
     def max_center_norm(self) -> np.ndarray:
@@ -138,7 +141,7 @@ class MixedLinearRegression:
 
     def population_loss(self, distance):
         """``F^j(theta) = ||theta - theta*_j||^2 + sigma^2`` as a function of the distance."""
-        return np.asarray(distance, dtype=float) ** 2 + self.sigma**2
+        return np.square(np.asarray(distance, dtype=float)) + np.square(np.float64(self.sigma))
 
     def loss_variance(self, distance):
         """eta^2(theta) of Assumption 4 at ``||theta - theta*_j|| = distance``."""
@@ -200,14 +203,14 @@ class MixedLinearRegression:
 def loss_variance(distance, sigma):
     """``Var_{z~D_j} f(theta; z) = 2 (||u||^2 + sigma^2)^2`` with ``u = theta - theta*_j``:
     the residual ``<x, -u> + eps`` is N(0, ||u||^2 + sigma^2) and ``Var(r^2) = 2 s^4``."""
-    return 2.0 * (np.asarray(distance, dtype=float) ** 2 + sigma**2) ** 2
+    return 2.0 * np.square(np.square(np.asarray(distance, dtype=float)) + np.square(np.float64(sigma)))
 
 
 def gradient_variance(distance, sigma, d):
     """``E||grad f - grad F^j||^2 = 4 ((d + 1) ||u||^2 + d sigma^2)``: ``grad f = 2 (<x,u> - eps) x``
     has mean ``2u`` and ``E||grad f||^2 = 4 ((d + 2) ||u||^2 + d sigma^2)`` (Gaussian moments)."""
     distance = np.asarray(distance, dtype=float)
-    return 4.0 * ((d + 1) * distance**2 + d * sigma**2)
+    return 4.0 * ((d + 1) * np.square(distance) + d * np.square(np.float64(sigma)))
 
 
 def cluster_sizes(m: int, k: int, proportions=None) -> np.ndarray:
@@ -225,8 +228,8 @@ def cluster_sizes(m: int, k: int, proportions=None) -> np.ndarray:
     )
     sizes = proportions * m
     require(
-        bool(np.allclose(sizes, np.round(sizes), atol=1e-9)),
-        f"The 'proportions' parameter times m={m} must give whole machine counts; "
+        bool(np.allclose(sizes, np.round(sizes), atol=1e-9)) and bool(np.all(np.round(sizes) >= 1)),
+        f"The 'proportions' parameter times m={m} must give whole machine counts of at least 1; "
         f"got {sizes.tolist()}.",
     )
     return np.round(sizes).astype(int)
@@ -281,7 +284,7 @@ _GIVEN_TRUTH = Constraint(
         "scale": [Interval(Real, 0, None, closed="neither")],
         "theta_star": [_GIVEN_TRUTH],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "seed": [Interval(Integral, 0, None, closed="left"), ArrayLike],
+        "seed": [Interval(Integral, 0, None, closed="left"), SeedArray],
         "dtype": [DTYPES],
         "device": [DEVICES],
     }

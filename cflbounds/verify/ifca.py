@@ -132,7 +132,8 @@ def _contraction_judgment(table, step, factor, level):
 def _floor_fit(ctx, floor, step, predicted_of_m):
     ms = sorted(floor["m"].unique())
     errors = [_worst_per_trial(floor[floor["m"] == m], step, "after") for m in ms]
-    fit = fit_rate([predicted_of_m(m) for m in ms], errors, quantile=0.9, confidence=CONFIDENCE, seed=ctx.seed)
+    fit = fit_rate([predicted_of_m(m) for m in ms], errors, scaling=[m * floor["n_prime"].iloc[0] for m in ms],
+                   quantile=0.9, confidence=CONFIDENCE, seed=ctx.seed)
     return ms, fit
 
 
@@ -192,7 +193,7 @@ def check_t1(ctx: VerifyContext) -> Verdict:
         f"{evidence['violation_rate_high']:.4f}] vs level 1/m = {1 / cfg['m']:.4f}); median factor "
         f"{evidence['measured_factor_median']:.3f}; floor slope {fit.slope:.2f} "
         f"[{fit.slope_interval[0]:.2f}, {fit.slope_interval[1]:.2f}] in (sigma/p)sqrt(d/(mn')) over "
-        f"{fit.decades:.2f} decades"
+        f"{fit.decades:.2f} decades of m n'"
     )
     return Verdict(
         "IFCA.T1", verdict, evidence, ctx.seed, int(evidence["trials"]), CONFIDENCE, summary,
@@ -231,7 +232,8 @@ def check_t2c(ctx: VerifyContext) -> Verdict:
     summary = (
         f"claimed factor 1 - p lambda/(8L) = {factor:.4f}; measured 95% quantile {evidence['measured_factor_q95']:.3f} "
         f"(bound {evidence['looseness']:.1f}x loose), exceeded in {evidence['violations']}/{evidence['trials']} trials; "
-        f"floor slope {fit.slope:.2f} [{fit.slope_interval[0]:.2f}, {fit.slope_interval[1]:.2f}]"
+        f"floor slope {fit.slope:.2f} [{fit.slope_interval[0]:.2f}, {fit.slope_interval[1]:.2f}] over {fit.decades:.2f} "
+        "decades of m n'"
     )
     return Verdict(
         "IFCA.T2c", verdict, evidence, ctx.seed, int(evidence["trials"]), CONFIDENCE, summary,
@@ -282,7 +284,8 @@ def check_c1(ctx: VerifyContext) -> Verdict:
     ms = sorted(table["m"].unique())
     predicted = [bounds.statistical_term(cfg["sigma"], P, cfg["d"], m, cfg["n_prime"]) for m in ms]
     errors = [table.loc[table["m"] == m, "final_error"].to_numpy() for m in ms]
-    fit = fit_rate(predicted, errors, quantile=0.9, confidence=CONFIDENCE, seed=ctx.seed)
+    fit = fit_rate(predicted, errors, scaling=[m * cfg["n_prime"] for m in ms], quantile=0.9,
+                   confidence=CONFIDENCE, seed=ctx.seed)
     min_sep = float(table["separation"].min())
     exp_term = float(bounds.exponential_term(min_sep, cfg["sigma"], cfg["n_prime"]))
     evidence = fit.as_evidence()
@@ -322,21 +325,23 @@ def check_a2(ctx: VerifyContext) -> Verdict:
         separation = float(_separations(cfg["d"], spawn_seeds(ctx.seed, trials, *key)).min())
         for row in _assumption_rows(cfg["sigma"], cfg["d"], m, cfg["n_prime"], separation):
             rows.append({**row, "source": f"{row['source']} ({label})"})
+    ctx.save_table("ifca_assumption2", pd.DataFrame(rows))
     failing = [r for r in rows if not r["holds"]]
-    ratios = np.array([r["lhs"] / r["rhs"] if r["relation"] == ">=" else r["rhs"] / r["lhs"] for r in rows])
+    margins = np.array([r["lhs"] / r["rhs"] if r["relation"] == ">=" else r["rhs"] / r["lhs"] for r in rows])
+    names = list(dict.fromkeys(r["name"] for r in rows))
+    tightest = [min((i for i, r in enumerate(rows) if r["name"] == name), key=lambda i: margins[i]) for name in names]
     evidence = {"inequalities": len(rows), "failing": len(failing), "configurations": len(configs),
-                "smallest_margin_ratio": float(ratios.min()), "constant": 1.0}
-    verdict = "holds" if not failing else "violated"
-    worst = rows[int(np.argmin(ratios))]
+                "smallest_margin_ratio": float(margins.min()), "constant": 1.0}
+    worst = rows[int(np.argmin(margins))]
     summary = (f"{len(rows) - len(failing)}/{len(rows)} inequalities hold with constant 1 on the problems used; "
-               f"tightest: {worst['name']} in {worst['source']} (margin x{ratios.min():.3g})")
-    names = sorted({r["name"] for r in rows})
+               f"tightest: {worst['name']} in {worst['source']} (margin x{margins.min():.3g})")
     return Verdict(
-        "IFCA.A2", verdict, evidence, ctx.seed, len(configs), 1.0, summary, assumptions=rows,
+        "IFCA.A2", "holds" if not failing else "violated", evidence, ctx.seed, len(configs), 1.0, summary,
+        assumptions=[rows[i] for i in tightest],
         plot={"kind": "bar", "title": "IFCA.A2: smallest margin per inequality (lhs/rhs for >=, rhs/lhs for <=)",
               "xlabel": "inequality", "ylabel": "margin (1 = tight)", "logy": True, "x": names,
-              "series": [{"label": "smallest margin over the problems used",
-                          "y": [float(min(ratios[i] for i, r in enumerate(rows) if r["name"] == n)) for n in names]}]},
+              "series": [{"label": "smallest margin over the problems used", "y": [float(margins[i]) for i in tightest]}]},
         details={"reading": "x >~ y read as x >= C y with C = 1 (the constant is a parameter of "
-                            "cflbounds.bounds.ifca.assumption2); the problems are exact, not estimated"},
+                            "cflbounds.bounds.ifca.assumption2); the problems are exact, not estimated",
+                 "rows": "the tightest problem per inequality is shown; every row is in the table ifca_assumption2"},
     )

@@ -47,7 +47,7 @@ class RateFit:
     implied_constant: np.ndarray  # measured / predicted
     confidence: float
     quantile: float
-    decades: float  # log10(max g / min g)
+    decades: float  # span of the swept variable (m n', say) in decades; of g if none is given
 
     @property
     def consistent(self) -> bool:
@@ -75,13 +75,14 @@ def _slope(log_g, log_e):
     return slope, intercept
 
 
-def fit_rate(predicted, errors, *, quantile: float = 0.9, confidence: float = 0.95,
+def fit_rate(predicted, errors, *, scaling=None, quantile: float = 0.9, confidence: float = 0.95,
              n_boot: int = 2000, seed: int = 0) -> RateFit:
     """Fit ``log(q_quantile(error)) = a + b log(g)`` over the sweep points.
 
     ``predicted``: g at each of P points, ``(P,)``; ``errors``: a ``(P, N)`` array (or a
     list of P arrays) of per-trial errors. The bootstrap resamples the trials of every
     point independently and refits; the interval is the percentile interval of b.
+    ``scaling``: the swept variable at each point (e.g. m n'), to report its span in decades.
     """
     predicted = np.asarray(predicted, dtype=float)
     samples = [np.asarray(e, dtype=float)[np.isfinite(e)] for e in errors]
@@ -99,6 +100,7 @@ def fit_rate(predicted, errors, *, quantile: float = 0.9, confidence: float = 0.
         boot[i] = _slope(log_g, np.log(resampled))[0]
     alpha = 1.0 - confidence
     low, high = np.quantile(boot, [alpha / 2, 1 - alpha / 2])
+    span = predicted if scaling is None else np.asarray(scaling, dtype=float)
     return RateFit(
         slope=float(slope),
         slope_interval=(float(low), float(high)),
@@ -108,7 +110,7 @@ def fit_rate(predicted, errors, *, quantile: float = 0.9, confidence: float = 0.
         implied_constant=measured / predicted,
         confidence=confidence,
         quantile=quantile,
-        decades=float(np.log10(predicted.max() / predicted.min())),
+        decades=float(np.log10(np.max(span) / np.min(span))),
     )
 
 

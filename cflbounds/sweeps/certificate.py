@@ -1,0 +1,156 @@
+"""Certified early exit for the Fig. 2 protocol: stop a run once its outcome is certain.
+
+A trial succeeds when some run ends (after exactly T iterations) below a distance
+threshold, so a run can leave the batch as soon as its final distance is *certainly* on
+one side of it, and a trial as soon as one of its runs certainly succeeds. The
+certificate, for gradient averaging on the squared loss with full participation:
+
+1. While the partition S_1..S_k stays fixed, cluster j follows gradient descent on a
+   quadratic, ``theta <- theta - gamma (H_j theta - b_j)`` with
+   ``H_j = (s/m) sum_{i in S_j} X_i^T X_i`` (``s`` the loss convention's gradient factor).
+   With ``0 < gamma lambda(H_j) <= 2`` its iterates stay in the ball ``B_j`` around the
+   fixed point ``H_j^{-1} b_j`` of radius ``r_j = ||theta_j - fixed point||`` and the
+   radius shrinks by ``q_j = max |1 - gamma lambda(H_j)|`` per step. A cluster nobody
+   chooses does not move (radius 0).
+2. If every machine strictly prefers its current model for every choice of models in the
+   balls (``||X_i c - y_i|| +- ||X_i||_2 r`` bound its loss over a ball), the partition
+   never changes again, so 1. holds until iteration T, by induction.
+3. Then the final distance lies within ``sum-over-models radius q^(T-t) r`` of the
+   fixed points' distance; if that interval is below (above) the threshold by a margin
+   that covers float32 rounding, the run certainly succeeds (fails).
+
+The certificate is exact arithmetic on float64 copies of the data; the margin absorbs
+the rounding of the float32 iterations (the benchmark checks outcomes against a full run).
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import torch
+
+__all__ = ["FinalDistanceCertificate"]
+
+
+class FinalDistanceCertificate:
+    """An ``ifca(monitor=...)`` callback for the Fig. 2 protocol.
+
+    ``theta_star`` ``(B, k*, d)`` float64 truths of the problems, ``iterations`` T,
+    ``threshold`` the success distance, ``metric`` ``"nearest"`` or ``"matched"``,
+    ``gradient_factor`` the loss convention's factor (``2/n`` for the mean loss).
+    ``outcomes[(problem, run)]`` collects ``(verdict, iteration, lower, upper)`` with
+    verdict ``success``, ``failure`` or ``stopped`` (its trial was decided by another run).
+    """
+
+    def __init__(self, theta_star, iterations: int, threshold: float, metric: str, gradient_factor: float,
+                 relative_margin: float = 1e-2, absolute_margin: float = 1e-4):
+        self.theta_star = np.asarray(theta_star, dtype=float)
+        self.iterations, self.threshold, self.metric = iterations, threshold, metric
+        self.gradient_factor = gradient_factor
+        self.margin = relative_margin * threshold + absolute_margin
+        self.outcomes: dict[tuple[int, int], tuple] = {}
+        self._previous: dict[tuple[int, int], bytes] = {}
+        self._fixed: dict = {}  # (problem, machines mask) -> (fixed point, lambda_min, lambda_max, residual norms)
+        self._spectral: dict[int, np.ndarray] = {}  # problem -> ||X_i||_2 per machine
+
+    # -- per-problem quantities, computed once and cached -------------------------------------
+    def _spectral_norms(self, problem, features) -> np.ndarray:
+        if problem not in self._spectral:
+            x = features.double()
+            gram = torch.matmul(x, x.transpose(-1, -2))  # (m, n, n): cheaper than (m, d, d) when n < d
+            self._spectral[problem] = torch.linalg.eigvalsh(gram)[:, -1].clamp(min=0).sqrt().cpu().numpy()
+        return self._spectral[problem]
+
+    def _fixed_point(self, problem, mask, features, responses):
+        key = (problem, mask.tobytes())
+        if key not in self._fixed:
+            index = torch.as_tensor(np.flatnonzero(mask), device=features.device)
+            x = features.index_select(0, index).double().reshape(-1, features.shape[-1])
+            y = responses.index_select(0, index).double().reshape(-1)
+            scale = self.gradient_factor / features.shape[0]
+            hessian, offset = scale * (x.T @ x), scale * (x.T @ y)
+            eigenvalues = torch.linalg.eigvalsh(hessian)
+            fixed = None
+            if eigenvalues[0] > 1e-12 * eigenvalues[-1]:
+                fixed = torch.linalg.solve(hessian, offset)
+            self._fixed[key] = (fixed, float(eigenvalues[0]), float(eigenvalues[-1]),
+                                None if fixed is None else self._residual_norms(features, responses, fixed))
+        return self._fixed[key]
+
+    @staticmethod
+    def _residual_norms(features, responses, model) -> np.ndarray:
+        """``||X_i model - y_i||`` for every machine, float64."""
+        residual = torch.matmul(features.double(), model) - responses.double()
+        return residual.norm(dim=-1).cpu().numpy()
+
+    # -- the monitor ----------------------------------------------------------------------------
+    def __call__(self, view) -> np.ndarray:
+        retire = np.zeros(view.run.shape, dtype=bool)
+        assignment = view.assignment.cpu().numpy()
+        steps = view.step_size.double().cpu().numpy()
+        remaining = self.iterations - view.iteration
+        for row, slot in zip(*np.nonzero(view.run >= 0)):
+            problem, run = int(view.problem[row]), int(view.run[row, slot])
+            partition = assignment[row, slot]
+            previous = self._previous.get((problem, run))
+            self._previous[(problem, run)] = partition.tobytes()
+            if previous != partition.tobytes() or np.any(partition < 0):
+                continue  # only partitions stable since the last look are worth a certificate
+            bounds = self._final_distance_bounds(view, row, slot, problem, partition, steps[row, slot], remaining)
+            if bounds is None:
+                continue
+            lower, upper = bounds
+            if upper < self.threshold - self.margin:
+                self.outcomes[(problem, run)] = ("success", view.iteration, lower, upper)
+                retire[row] = True  # the trial is decided: every run of the problem leaves
+            elif lower > self.threshold + self.margin:
+                self.outcomes[(problem, run)] = ("failure", view.iteration, lower, upper)
+                retire[row, slot] = True
+        for row in np.flatnonzero(retire.all(axis=1) & (view.run >= 0).any(axis=1)):
+            for slot in np.flatnonzero(view.run[row] >= 0):
+                key = (int(view.problem[row]), int(view.run[row, slot]))
+                self.outcomes.setdefault(key, ("stopped", view.iteration, np.nan, np.nan))
+        return retire
+
+    def _final_distance_bounds(self, view, row, slot, problem, partition, step, remaining):
+        features, responses = view.features[row], view.responses[row]
+        models = view.models[row, slot].double()
+        k = models.shape[0]
+        centers, radii, contraction, norms = [], [], [], []
+        for j in range(k):
+            mask = partition == j
+            if not mask.any():  # nobody chose model j: it stays where it is
+                centers.append(models[j])
+                radii.append(0.0)
+                contraction.append(1.0)
+                norms.append(self._residual_norms(features, responses, models[j]))
+                continue
+            fixed, low, high, residual_norms = self._fixed_point(problem, mask, features, responses)
+            if fixed is None or step * high > 2.0 * (1 - 1e-9):
+                return None  # singular or expansive: no certificate
+            centers.append(fixed)
+            radii.append(float((models[j] - fixed).norm()))
+            contraction.append(max(abs(1 - step * low), abs(1 - step * high)))
+            norms.append(residual_norms)
+        spectral = self._spectral_norms(problem, features)
+        radii = np.array(radii)
+        norms = np.stack(norms, axis=1)  # (m, k): ||X_i c_j - y_i||
+        worst_own = norms[np.arange(len(partition)), partition] + spectral * radii[partition]
+        best_other = np.clip(norms - spectral[:, None] * radii[None, :], 0, None)
+        best_other[np.arange(len(partition)), partition] = np.inf
+        if not np.all(worst_own * (1 + 1e-6) < best_other.min(axis=1)):
+            return None  # some machine could switch models: the partition is not certain
+        final_radius = np.array(contraction) ** remaining * radii
+        distances = torch.cdist(torch.stack(centers)[None], torch.as_tensor(self.theta_star[problem])[None].to(
+            models.device))[0].cpu().numpy()  # (k, k*)
+        center_distance = _score(distances, self.metric)
+        spread = final_radius.mean()
+        return center_distance - spread, center_distance + spread
+
+
+def _score(distances: np.ndarray, metric: str) -> float:
+    """The protocol's distance of models to truths from the ``(k, k*)`` table."""
+    if metric == "nearest":
+        return float(distances.min(axis=1).mean())
+    k = distances.shape[0]
+    return float(min(distances[np.arange(k), list(p)].mean() for p in itertools.permutations(range(k))))
