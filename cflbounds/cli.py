@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import math
 import json
 import sys
 from datetime import datetime
@@ -47,6 +48,7 @@ def _parser() -> argparse.ArgumentParser:
 
     claims = commands.add_parser("claims", allow_abbrev=False, help="list every claim ID with its paper, statement and status")
     claims.add_argument("--json", action="store_true", help="print JSON")
+    claims.add_argument("--markdown", action="store_true", help="print a Markdown table (as in the README)")
 
     verify = commands.add_parser("verify", allow_abbrev=False, help="check claims against measurements (the main job)")
     verify.add_argument("ids", nargs="*", metavar="ID", help="claim IDs (default: every implemented claim)")
@@ -91,6 +93,11 @@ def _claims(args) -> int:
     rows = [claim.as_dict() for claim in CLAIMS.values()]
     if args.json:
         print(json.dumps(rows, indent=2))
+        return 0
+    if args.markdown:
+        print("| claim | status | statement |\n|---|---|---|")
+        for r in rows:
+            print(f"| {r['id']} | {r['status']} | {r['statement'].replace('|', '&#124;')} |")
         return 0
     print(_table(["id", "status", "statement"], [[r["id"], r["status"], r["statement"]] for r in rows], width=100))
     return 0
@@ -209,6 +216,8 @@ def _sweep(args) -> int:
         bad = [c for c in chosen if c not in allowed]
         if bad or not chosen:
             raise InvalidParameterError(f"The '{name}' option must list values among {list(allowed)}. Got {chosen}.")
+    if args.seed < 0:
+        raise InvalidParameterError(f"The '--seed' option must be a non-negative int. Got {args.seed} instead.")
     for name in ("trials", "restarts", "iterations"):
         value = getattr(args, name)
         if value is not None and value < 1:
@@ -242,7 +251,7 @@ def _check_axes(overrides):
     positive = {"m": 1, "n": 1, "d": 1}
     for axis, values in overrides.items():
         low = positive.get(axis, 0)
-        bad = [v for v in values if v < low or (axis == "r" and v <= 0)]
+        bad = [v for v in values if not math.isfinite(v) or v < low or (axis == "r" and v <= 0)]
         if bad:
             rng = "(0, inf)" if axis == "r" else f"[{low}, inf)"
             raise InvalidParameterError(f"The '--{axis}' option must hold values in the range {rng}. Got {bad[0]}.")

@@ -210,8 +210,8 @@ def _run(problem, k, T, steps, restarts, init_models, aggregation, local_steps, 
         step_t = batch.state["step"]
         if aggregation == "gradient":
             residual = estimation_residual if resample == "none" else sq.residuals(features, responses, models)
-            gradients = sq.machine_gradients(features, sq.assigned_residual(residual, assignment), grad_scale)
-            updated = models - (step_t / m)[..., None, None] * sq.cluster_sums(gradients, chosen)
+            gradient_sums = sq.cluster_gradient_sums(features, residual, chosen, grad_scale)
+            updated = models - (step_t / m)[..., None, None] * gradient_sums
         else:
             start = torch.einsum("bmck,bckd->bmcd", chosen, models)
             local = sq.local_descent(features, responses, start, step_t, local_steps, grad_scale)

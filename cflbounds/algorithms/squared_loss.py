@@ -43,13 +43,6 @@ def estimate_clusters(residual: torch.Tensor, participating: torch.Tensor | None
     return assignment
 
 
-def assigned_residual(residual: torch.Tensor, assignment: torch.Tensor) -> torch.Tensor:
-    """Residuals of each machine at its chosen model, ``(B, m, n, C)``."""
-    B, m, n, C, _ = residual.shape
-    index = assignment.clamp(min=0)[:, :, None, :, None].expand(B, m, n, C, 1)
-    return residual.gather(-1, index).squeeze(-1)
-
-
 def machine_gradients(features: torch.Tensor, residual: torch.Tensor, scale: float) -> torch.Tensor:
     """``scale * X_i^T r_i`` per machine and run: ``(B, m, n, d)``, ``(B, m, n, C)`` -> ``(B, m, C, d)``."""
     return torch.matmul(features.transpose(-1, -2), residual).transpose(-1, -2) * scale
@@ -63,6 +56,21 @@ def one_hot(assignment: torch.Tensor, k: int, dtype: torch.dtype) -> torch.Tenso
 def cluster_sums(values: torch.Tensor, membership: torch.Tensor) -> torch.Tensor:
     """``sum_i s_{i,j} values_i``: ``(B, m, C, d)``, one-hot ``(B, m, C, k)`` -> ``(B, C, k, d)``."""
     return torch.einsum("bmck,bmcd->bckd", membership, values)
+
+
+def cluster_gradient_sums(features: torch.Tensor, residual: torch.Tensor, chosen: torch.Tensor,
+                          scale: float) -> torch.Tensor:
+    """``sum_{i in S_j} grad F_i(theta_j)`` for every run and model (Alg. 1 line 13's sum).
+
+    Zeroing every residual but the machine's chosen model's turns the sum into one GEMM,
+    ``X^T (r * s)``, over all machines: ``(B, m, n, d)``, residuals ``(B, m, n, C, k)``,
+    one-hot ``(B, m, C, k)`` -> ``(B, C, k, d)``.
+    """
+    B, m, n, d = features.shape
+    C, k = residual.shape[3:]
+    masked = (residual * chosen[:, :, None]).reshape(B, m * n, C * k)
+    sums = torch.bmm(features.reshape(B, m * n, d).transpose(1, 2), masked)  # (B, d, C k)
+    return sums.transpose(1, 2).reshape(B, C, k, d) * scale
 
 
 def local_descent(features, responses, start, step, steps: int, scale: float) -> torch.Tensor:

@@ -43,30 +43,41 @@ class FinalDistanceCertificate:
     """
 
     def __init__(self, theta_star, iterations: int, threshold: float, metric: str, gradient_factor: float,
-                 relative_margin: float = 1e-2, absolute_margin: float = 1e-4):
+                 relative_margin: float = 1e-2, absolute_margin: float = 1e-4, look_every: int = 10):
         self.theta_star = np.asarray(theta_star, dtype=float)
         self.iterations, self.threshold, self.metric = iterations, threshold, metric
-        self.gradient_factor = gradient_factor
+        self.gradient_factor, self.look_every = gradient_factor, look_every
         self.margin = relative_margin * threshold + absolute_margin
         self.outcomes: dict[tuple[int, int], tuple] = {}
-        self._previous: dict[tuple[int, int], bytes] = {}
+        self._previous: dict[tuple[int, int], tuple[bytes, int]] = {}  # run -> (partition, looks held)
+        self._next_try: dict[tuple[int, int], tuple[int, int]] = {}  # run -> (iteration, wait) back-off
+        self._data: dict[int, tuple] = {}  # problem -> float64 (features, responses)
         self._fixed: dict = {}  # (problem, machines mask) -> (fixed point, lambda_min, lambda_max, residual norms)
         self._spectral: dict[int, np.ndarray] = {}  # problem -> ||X_i||_2 per machine
 
     # -- per-problem quantities, computed once and cached -------------------------------------
+    def _float64_data(self, problem, view, row):
+        if problem not in self._data:
+            self._data[problem] = (view.features[row].double(), view.responses[row].double())
+        return self._data[problem]
+
     def _spectral_norms(self, problem, features) -> np.ndarray:
         if problem not in self._spectral:
-            x = features.double()
+            x = features
             gram = torch.matmul(x, x.transpose(-1, -2))  # (m, n, n): cheaper than (m, d, d) when n < d
             self._spectral[problem] = torch.linalg.eigvalsh(gram)[:, -1].clamp(min=0).sqrt().cpu().numpy()
         return self._spectral[problem]
+
+    def _known(self, problem, partition) -> bool:
+        """Whether every non-empty cluster of the partition already has its fixed point."""
+        return all((problem, (partition == j).tobytes()) in self._fixed for j in np.unique(partition))
 
     def _fixed_point(self, problem, mask, features, responses):
         key = (problem, mask.tobytes())
         if key not in self._fixed:
             index = torch.as_tensor(np.flatnonzero(mask), device=features.device)
-            x = features.index_select(0, index).double().reshape(-1, features.shape[-1])
-            y = responses.index_select(0, index).double().reshape(-1)
+            x = features.index_select(0, index).reshape(-1, features.shape[-1])
+            y = responses.index_select(0, index).reshape(-1)
             scale = self.gradient_factor / features.shape[0]
             hessian, offset = scale * (x.T @ x), scale * (x.T @ y)
             eigenvalues = torch.linalg.eigvalsh(hessian)
@@ -80,7 +91,7 @@ class FinalDistanceCertificate:
     @staticmethod
     def _residual_norms(features, responses, model) -> np.ndarray:
         """``||X_i model - y_i||`` for every machine, float64."""
-        residual = torch.matmul(features.double(), model) - responses.double()
+        residual = torch.matmul(features, model) - responses
         return residual.norm(dim=-1).cpu().numpy()
 
     # -- the monitor ----------------------------------------------------------------------------
@@ -92,11 +103,19 @@ class FinalDistanceCertificate:
         for row, slot in zip(*np.nonzero(view.run >= 0)):
             problem, run = int(view.problem[row]), int(view.run[row, slot])
             partition = assignment[row, slot]
-            previous = self._previous.get((problem, run))
-            self._previous[(problem, run)] = partition.tobytes()
-            if previous != partition.tobytes() or np.any(partition < 0):
-                continue  # only partitions stable since the last look are worth a certificate
+            key = partition.tobytes()
+            previous, looks = self._previous.get((problem, run), (None, 0))
+            looks = looks + 1 if previous == key else 0
+            self._previous[(problem, run)] = (key, looks)
+            # a partition is worth a certificate once it has held for two looks (or is known)
+            if np.any(partition < 0) or looks < (1 if self._known(problem, partition) else 2):
+                continue
+            when, wait = self._next_try.get((problem, run), (0, 1))
+            if view.iteration < when:
+                continue
             bounds = self._final_distance_bounds(view, row, slot, problem, partition, steps[row, slot], remaining)
+            # an undecided run is looked at again after 1, 2, 4, ... further looks
+            self._next_try[(problem, run)] = (view.iteration + wait * self.look_every, 2 * wait)
             if bounds is None:
                 continue
             lower, upper = bounds
@@ -113,7 +132,7 @@ class FinalDistanceCertificate:
         return retire
 
     def _final_distance_bounds(self, view, row, slot, problem, partition, step, remaining):
-        features, responses = view.features[row], view.responses[row]
+        features, responses = self._float64_data(problem, view, row)
         models = view.models[row, slot].double()
         k = models.shape[0]
         centers, radii, contraction, norms = [], [], [], []

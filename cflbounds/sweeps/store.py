@@ -40,6 +40,7 @@ class ResultStore:
         os.close(handle)
         try:
             pq.write_table(table, temporary)
+            os.chmod(temporary, 0o644)  # mkstemp makes it private; a store is read by others
             os.replace(temporary, target)
         finally:
             if os.path.exists(temporary):

@@ -46,7 +46,7 @@ class Claim:
 
 _CLAIMS = [
     # IFCA
-    Claim("IFCA.A1", "Initialization ||theta_j^(0) - theta*_j|| <= Delta/4.", bound=ifca_bounds.assumption1),
+    Claim("IFCA.A1", "Initialization ||theta_j^(0) - theta*_j|| <= Delta/4.", ifca.check_a1, ifca_bounds.assumption1),
     Claim("IFCA.A2", "max||theta*|| <~ 1, sigma <~ 1, n' >~ ((rho+1)/rho)^2 log m, d >~ log m, p >~ log m/m, "
           "p m n' >~ d, Delta >~ (sigma/p) sqrt(d/(m n')) + exp(-c (rho/(rho+1))^2 n').",
           ifca.check_a2, ifca_bounds.assumption2),
@@ -58,7 +58,7 @@ _CLAIMS = [
     Claim("IFCA.A3-6", "Strongly convex case: F^j lambda-strongly convex and L-smooth (A3); Var f <= eta^2 (A4); "
           "E||grad f - grad F^j||^2 <= v^2 (A5); init <= (1/4) sqrt(lambda/L) Delta, n' >~ k eta^2/(lambda^2 "
           "Delta^4), p >~ log(mn')/m, Delta >= O~(max{n'^(-1/5), m^(-1/6) n'^(-1/3)}) (A6).",
-          bound=ifca_bounds.assumption6),
+          ifca.check_a36, ifca_bounds.assumption6),
     Claim("IFCA.T2", "gamma = 1/L: w.p. >= 1 - delta after T = (8L/(p lambda)) log(Delta/(2 eps)) iterations the error "
           "is <= eps <~ v k L log(mn')/(p^(5/2) lambda^2 delta sqrt(mn')) + eta^2 L^2 k log(mn')/(p^2 lambda^4 delta "
           "Delta^4 n') + O~(1/(n' sqrt(m))).", bound=ifca_bounds.theorem2),

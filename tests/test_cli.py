@@ -1,0 +1,324 @@
+"""The ``cflbounds`` command: claims, bound, verify, sweep, report; exit codes 0/1/2.
+
+Most tests call ``cflbounds.cli.main`` in-process; two run the installed command in a
+subprocess to check the entry point itself.
+"""
+import contextlib
+import inspect
+import io
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import cflbounds.verify.ifca as ifca_checks
+from cflbounds.bounds import ifca as bounds
+from cflbounds.cli import main
+
+
+@pytest.fixture(scope="module", autouse=True)
+def single_torch_thread():
+    """One intra-op thread while this module runs. The runs are thousands of tiny torch ops, and
+    with torch's default 2 OpenMP threads on this shared 2-core machine they spin-wait: measured
+    7-50x slower (a Fig. 2 cell 0.3 s vs 17 s), with bit-identical rows. Restored afterwards."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+DATA = Path(__file__).parent / "data"
+PAGE = re.compile(rb"/Type\s*/Page[^s]")
+REQUIRED = {"id", "verdict", "evidence", "seed", "trials", "confidence"}
+
+
+def catalog_ids() -> list[str]:
+    """Every claim ID of CLAIMS.md: bullets ``- IFCA.T1 — ...``, several per line allowed
+    (``- IFCA.A1 — ... IFCA.A2 — ...``)."""
+    ids = []
+    for line in (DATA / "CLAIMS.md").read_text(encoding="utf-8").splitlines():
+        if line.startswith("- "):
+            ids += re.findall(r"(?<![\w.])([A-Z]+\.[A-Za-z0-9]+(?:-[0-9]+)?) —", line)
+    return ids
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_usage_error(code, err, *names):
+    """Exit 2 with exactly one line on stderr, naming the parameter, and no traceback."""
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    for name in names:
+        assert name in lines[0], (name, lines[0])
+
+
+def pages(path: Path) -> int:
+    return len(PAGE.findall(path.read_bytes()))
+
+
+# -- claims -------------------------------------------------------------------------------------
+def test_catalog_parse_finds_every_paper():
+    ids = catalog_ids()
+    assert len(ids) == len(set(ids)) >= 29
+    assert {"IFCA.A1", "IFCA.A2", "IFCA.A3-6", "IFCA.T2c", "MGD.A1-5", "DSC.E14"} <= set(ids)
+    assert {i.split(".")[0] for i in ids} == {"IFCA", "MGD", "FC", "LCFL", "DSC"}
+
+
+def test_claims_json_lists_every_catalog_id(capsys):
+    code, out, err = run(capsys, "claims", "--json")
+    assert code == 0 and err == ""
+    rows = json.loads(out)
+    listed = {row["id"] for row in rows}
+    missing = [i for i in catalog_ids() if i not in listed]
+    assert not missing, f"claims missing from `cflbounds claims`: {missing}"
+    for row in rows:
+        assert row["status"] in ("implemented", "not implemented") and row["statement"]
+    implemented = {row["id"] for row in rows if row["status"] == "implemented"}
+    assert {"IFCA.A2", "IFCA.T1", "IFCA.T2c", "IFCA.C1", "IFCA.F2"} <= implemented
+
+
+def test_claims_table(capsys):
+    code, out, _ = run(capsys, "claims")
+    assert code == 0 and "IFCA.T1" in out and "DSC.ACC" in out
+
+
+def test_installed_entry_point_lists_claims():
+    command = Path(sys.executable).with_name("cflbounds")
+    argv = [str(command)] if command.exists() else [sys.executable, "-m", "cflbounds.cli"]
+    result = subprocess.run(argv + ["claims", "--json"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    listed = {row["id"] for row in json.loads(result.stdout)}
+    assert set(catalog_ids()) <= listed
+
+
+def test_module_entry_point_usage_error_has_no_traceback():
+    result = subprocess.run([sys.executable, "-m", "cflbounds.cli", "bound", "IFCA.C1", "--sigma", "-1"],
+                            capture_output=True, text=True, timeout=120)
+    assert_usage_error(result.returncode, result.stderr, "'sigma'", "[0, inf)")
+    assert result.stdout == ""
+
+
+# -- bound --------------------------------------------------------------------------------------
+C1_VALID = {"sigma": "0.1", "p": "0.5", "d": "10", "m": "40", "n_prime": "20", "separation": "1"}
+C1_NUMERIC = ["sigma", "p", "d", "m", "n_prime", "separation", "max_center_norm", "c1", "c4", "c5", "c6", "C", "c"]
+ZERO_ALLOWED = {"sigma", "max_center_norm"}
+INTEGER = {"d", "m"}
+
+
+def _flag(name):
+    return f"--{name.replace('_', '-')}"
+
+
+def _c1_args(**changes):
+    values = {**C1_VALID, **changes}
+    return ["bound", "IFCA.C1"] + [f"{_flag(name)}={value}" for name, value in values.items()]
+
+
+def test_bound_c1_negative_sigma_is_one_line(capsys):
+    code, out, err = run(capsys, "bound", "IFCA.C1", "--sigma", "-1")
+    assert_usage_error(code, err, "'sigma'", "[0, inf)", "-1")
+    assert out == ""
+
+
+def test_bound_c1_numeric_options_are_the_signature():
+    signature = inspect.signature(bounds.corollary1)
+    numeric = [n for n, p in signature.parameters.items() if not isinstance(p.default, str)]
+    assert numeric == C1_NUMERIC  # a new option must join the invalid-value test below
+
+
+INVALID = [(name, value) for name in C1_NUMERIC
+           for value in ["-1", "nan", "abc", "inf", "-inf"] + ([] if name in ZERO_ALLOWED else ["0"])
+           + (["2.5"] if name in INTEGER else []) + (["1.5"] if name == "p" else [])]
+
+
+@pytest.mark.parametrize("name, value", INVALID, ids=[f"{n}={v}" for n, v in INVALID])
+def test_bound_c1_every_numeric_option_rejects_invalid_values(capsys, name, value):
+    code, out, err = run(capsys, *_c1_args(**{name: value}))
+    assert_usage_error(code, err, f"'{name}'")
+    assert out == ""
+
+
+def test_bound_c1_invalid_log_base(capsys):
+    code, _, err = run(capsys, *_c1_args(log_base="10"))
+    assert_usage_error(code, err, "'log_base'")
+
+
+def test_bound_c1_missing_options_are_listed(capsys):
+    code, _, err = run(capsys, "bound", "IFCA.C1", "--sigma", "0.1")
+    assert_usage_error(code, err, "--p", "--separation", "--n-prime")
+
+
+def test_bound_c1_valid_json_matches_the_function(capsys):
+    code, out, err = run(capsys, *_c1_args(), "--json")
+    assert code == 0 and err == ""
+    data = json.loads(out)
+    expected = bounds.corollary1(sigma=0.1, p=0.5, d=10, m=40, n_prime=20, separation=1.0)
+    assert data["value"] == pytest.approx(float(expected.value), rel=1e-12)
+    assert data["derived"]["iterations"] == pytest.approx(float(expected.derived["iterations"]), rel=1e-12)
+    assert len(data["assumptions"]) == len(expected.assumptions)
+    code, out, _ = run(capsys, *_c1_args(log_base="2"), "--json")
+    assert json.loads(out)["derived"]["iterations"] == pytest.approx(
+        float(expected.derived["iterations"]) / 0.6931471805599453, rel=1e-12)
+
+
+def test_bound_text_output(capsys):
+    code, out, _ = run(capsys, *_c1_args())
+    assert code == 0 and "value = " in out and "holds" in out
+
+
+@pytest.mark.parametrize("claim_id", ["NOPE.X", "IFCA.TAB1"])
+def test_bound_unknown_or_formula_less_claim(capsys, claim_id):
+    code, _, err = run(capsys, "bound", claim_id)
+    assert_usage_error(code, err, claim_id)
+
+
+# -- verify ---------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def verified(tmp_path_factory):
+    """``verify IFCA.T1 IFCA.C1 --scale smoke --out D --json``, run once for several tests
+    (capsys is function-scoped, so the module fixture captures by redirection)."""
+    out = tmp_path_factory.mktemp("verify")
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        code = main(["verify", "IFCA.T1", "IFCA.C1", "--scale", "smoke", "--device", "cpu", "--out", str(out), "--json"])
+    return code, stdout.getvalue(), stderr.getvalue(), out
+
+
+def test_verify_writes_verdicts_and_report(verified):
+    code, out, _, directory = verified
+    assert code == 0
+    printed = json.loads(out)
+    stored = json.loads((directory / "verdicts.json").read_text())
+    assert [v["id"] for v in stored] == ["IFCA.T1", "IFCA.C1"]
+    for verdict in stored:
+        assert REQUIRED <= set(verdict)
+        assert verdict["seed"] == 0 and verdict["trials"] > 0 and 0 < verdict["confidence"] <= 1
+        assert all(isinstance(v, (int, float)) or v is None for v in verdict["evidence"].values())
+    strip = lambda rows: [{k: v for k, v in row.items() if k != "seconds"} for row in rows]  # noqa: E731
+    assert strip(printed) == strip(stored)
+    report = directory / "report.pdf"
+    assert report.read_bytes().startswith(b"%PDF")
+    assert pages(report) >= 2
+    assert (directory / "tables" / "ifca_convergence.parquet").exists()
+
+
+def test_report_rebuilds_a_verification(verified, capsys):
+    directory = verified[3]
+    before = pages(directory / "report.pdf")
+    (directory / "report.pdf").unlink()
+    code, out, err = run(capsys, "report", directory)
+    assert code == 0 and err == ""
+    assert (directory / "report.pdf").read_bytes().startswith(b"%PDF")
+    assert pages(directory / "report.pdf") == before
+
+
+def test_verify_unknown_claim_exits_2_before_any_work(capsys, tmp_path):
+    code, out, err = run(capsys, "verify", "IFCA.T1", "NOPE.X", "--scale", "smoke", "--out", tmp_path / "v")
+    assert_usage_error(code, err, "NOPE.X")
+    assert not (tmp_path / "v" / "verdicts.json").exists()
+
+
+@pytest.mark.parametrize("argv, name", [
+    (["verify", "IFCA.A2", "--scale", "huge"], "--scale"),
+    (["verify", "IFCA.A2", "--seed", "-1"], "seed"),
+    (["verify", "IFCA.A2", "--seed", "abc"], "--seed"),
+    (["verify", "IFCA.A2", "--bogus"], "--bogus"),
+    (["nonsense"], "nonsense"),
+])
+def test_verify_usage_errors(capsys, tmp_path, argv, name):
+    code, _, err = run(capsys, *argv, "--out", tmp_path) if argv[0] == "verify" else run(capsys, *argv)
+    assert_usage_error(code, err, name)
+
+
+def test_verify_strict_exits_1_on_a_planted_violation(capsys, tmp_path, monkeypatch):
+    """Claim half of Thm 2's contraction factor: the measured factors (~0.5) exceed 0.47."""
+    true_factor = bounds.theorem2_contraction
+    monkeypatch.setattr(ifca_checks.bounds, "theorem2_contraction", lambda p, lam, L: 0.5 * true_factor(p, lam, L))
+    code, out, _ = run(capsys, "verify", "IFCA.T2c", "--scale", "smoke", "--device", "cpu", "--out", tmp_path,
+                       "--strict", "--json")
+    assert code == 1
+    assert json.loads(out)[0]["verdict"] == "violated"
+
+
+def test_verify_strict_only_changes_the_exit_code(capsys, tmp_path, monkeypatch):
+    """IFCA.A2 is instant: with ||theta*_j|| = 2 its first inequality fails (violated); exit 1
+    only with --strict. Unplanted, --strict exits 0."""
+    code, out, _ = run(capsys, "verify", "IFCA.A2", "--scale", "smoke", "--out", tmp_path / "ok", "--strict", "--json")
+    assert code == 0 and json.loads(out)[0]["verdict"] == "holds"
+    monkeypatch.setattr(ifca_checks, "RADIUS", 2.0)
+    code, out, _ = run(capsys, "verify", "IFCA.A2", "--scale", "smoke", "--out", tmp_path / "lax", "--json")
+    assert code == 0 and json.loads(out)[0]["verdict"] == "violated"
+    code, _, _ = run(capsys, "verify", "IFCA.A2", "--scale", "smoke", "--out", tmp_path / "strict", "--strict")
+    assert code == 1
+
+
+# -- sweep / report ---------------------------------------------------------------------------
+TINY = ["sweep", "ifca-fig2", "--panel", "a", "--variant", "official", "--d", "20", "--m", "8", "--n", "10",
+        "--r", "0.5", "--sigma", "0.1", "--trials", "3", "--restarts", "2", "--iterations", "20", "--device", "cpu"]
+
+
+def test_sweep_resume_and_report(capsys, tmp_path):
+    out = tmp_path / "sweep"
+    code, stdout, err = run(capsys, *TINY, "--out", out)
+    assert code == 0, err
+    assert stdout.startswith("1 cells computed, 0 skipped")
+    cells = sorted(p.name for p in out.glob("cell-*.parquet"))
+    assert len(cells) == 1 and (out / "sweep.json").exists() and (out / "report.pdf").exists()
+    # a second run into the same store needs --resume
+    code, _, err = run(capsys, *TINY, "--out", out)
+    assert_usage_error(code, err, "--resume")
+    # with --resume nothing is recomputed
+    stamp = (out / cells[0]).stat().st_mtime_ns
+    code, stdout, _ = run(capsys, *TINY, "--out", out, "--resume")
+    assert code == 0 and stdout.startswith("0 cells computed, 1 skipped")
+    assert (out / cells[0]).stat().st_mtime_ns == stamp
+    # report rebuilds the sweep's report and figures
+    (out / "report.pdf").unlink()
+    code, stdout, err = run(capsys, "report", out)
+    assert code == 0 and err == ""
+    assert (out / "report.pdf").read_bytes().startswith(b"%PDF") and pages(out / "report.pdf") >= 1
+
+
+def test_report_on_an_empty_directory(capsys, tmp_path):
+    code, _, err = run(capsys, "report", tmp_path)
+    assert_usage_error(code, err, str(tmp_path))
+
+
+@pytest.mark.parametrize("option, value", [
+    ("--m", "0"), ("--n", "-3"), ("--d", "0"), ("--r", "0"), ("--r", "-0.5"), ("--sigma", "-0.1"),
+    ("--m", "abc"), ("--d", "2.5"), ("--trials", "0"), ("--restarts", "0"), ("--iterations", "-1"),
+    ("--panel", "z"), ("--variant", "nope"), ("--dtype", "float16"),
+])
+def test_sweep_rejects_invalid_options(capsys, tmp_path, option, value):
+    argv = list(TINY)
+    if option in argv:
+        argv[argv.index(option) + 1] = value
+    else:
+        argv += [option, value]
+    code, _, err = run(capsys, *argv, "--out", tmp_path / "s")
+    assert_usage_error(code, err, option)
+    assert not list((tmp_path / "s").glob("cell-*.parquet")) if (tmp_path / "s").exists() else True
+
+
+@pytest.mark.parametrize("option, value", [("--r", "nan"), ("--r", "inf"), ("--sigma", "nan"), ("--sigma", "inf")])
+def test_sweep_rejects_non_finite_axis_values_up_front(capsys, tmp_path, option, value):
+    """Like the range checks above: the message names the option and nothing is written."""
+    argv = list(TINY)
+    argv[argv.index(option) + 1] = value
+    code, _, err = run(capsys, *argv, "--out", tmp_path / "s")
+    assert_usage_error(code, err, f"'{option}'")
+    assert not (tmp_path / "s").exists()
+
+
+def test_sweep_negative_seed_is_a_usage_error(capsys, tmp_path):
+    code, _, err = run(capsys, *TINY, "--seed", "-1", "--out", tmp_path / "s")
+    assert_usage_error(code, err, "seed")
