@@ -29,7 +29,7 @@ def single_torch_thread():
     torch.set_num_threads(previous)
 
 SEED = 0
-SLOW_CLAIMS = {"IFCA.F2"}  # a Fig. 2 sweep even at the smoke scale (~35 s): tested under -m slow
+SLOW_CLAIMS = {"IFCA.F2"}  # a Fig. 2 sweep with its own workdir: tested on its own below
 # every other implemented IFCA check runs here (they share the one-step experiments)
 FAST_CLAIMS = tuple(c for c in implemented_claims() if c.startswith("IFCA.") and c not in SLOW_CLAIMS)
 
@@ -253,8 +253,7 @@ def test_monotonicity_skips_unswept_axes():
     assert set(monotonicity(_outcomes("r", [0.1, 1.0], [2, 28]))) == {"r"}
 
 
-# -- IFCA.F2 at smoke scale (a Fig. 2 sweep: ~35 s) ---------------------------------------------
-@pytest.mark.slow
+# -- IFCA.F2 at smoke scale (a reduced Fig. 2 sweep: ~2 s with one torch thread) -------------------
 def test_f2_smoke_verdict(tmp_path):
     context = VerifyContext(scale="smoke", seed=SEED, device="cpu", workdir=tmp_path)
     (verdict,) = verify_claims(["IFCA.F2"], context)

@@ -68,9 +68,16 @@ class FinalDistanceCertificate:
             self._spectral[problem] = torch.linalg.eigvalsh(gram)[:, -1].clamp(min=0).sqrt().cpu().numpy()
         return self._spectral[problem]
 
-    def _known(self, problem, partition) -> bool:
-        """Whether every non-empty cluster of the partition already has its fixed point."""
-        return all((problem, (partition == j).tobytes()) in self._fixed for j in np.unique(partition))
+    def _worth_a_look(self, problem, partition, looks, shared) -> bool:
+        """Whether a certificate is worth its cost for a run whose partition has held for
+        ``looks`` looks. Known partitions cost nothing; a new one costs a d x d Gram matrix
+        and its eigenvalues (several iterations' worth of work), so it is computed once it
+        has held for two looks and is shared by several runs of the trial (the true and the
+        collapsed partitions are), or has held for five looks (a run stuck in it)."""
+        known = all((problem, (partition == j).tobytes()) in self._fixed for j in np.unique(partition))
+        if known:
+            return looks >= 1
+        return looks >= 5 or (looks >= 2 and shared.get(_canonical(partition), 0) >= 2)
 
     def _fixed_point(self, problem, mask, features, responses):
         key = (problem, mask.tobytes())
@@ -100,15 +107,18 @@ class FinalDistanceCertificate:
         assignment = view.assignment.cpu().numpy()
         steps = view.step_size.double().cpu().numpy()
         remaining = self.iterations - view.iteration
-        for row, slot in zip(*np.nonzero(view.run >= 0)):
+        occupied = view.run >= 0
+        shared = _partition_counts(assignment, occupied)
+        for row, slot in zip(*np.nonzero(occupied)):
+            if retire[row].all():
+                continue  # the trial was decided at this look
             problem, run = int(view.problem[row]), int(view.run[row, slot])
             partition = assignment[row, slot]
             key = partition.tobytes()
             previous, looks = self._previous.get((problem, run), (None, 0))
             looks = looks + 1 if previous == key else 0
             self._previous[(problem, run)] = (key, looks)
-            # a partition is worth a certificate once it has held for two looks (or is known)
-            if np.any(partition < 0) or looks < (1 if self._known(problem, partition) else 2):
+            if np.any(partition < 0) or not self._worth_a_look(problem, partition, looks, shared[row]):
                 continue
             when, wait = self._next_try.get((problem, run), (0, 1))
             if view.iteration < when:
@@ -165,6 +175,20 @@ class FinalDistanceCertificate:
         center_distance = _score(distances, self.metric)
         spread = final_radius.mean()
         return center_distance - spread, center_distance + spread
+
+
+def _canonical(partition: np.ndarray) -> bytes:
+    """A partition's key up to relabelling of the clusters: its machine sets, sorted."""
+    return b"|".join(sorted((partition == j).tobytes() for j in np.unique(partition)))
+
+
+def _partition_counts(assignment: np.ndarray, occupied: np.ndarray) -> list[dict]:
+    """Per problem row, how many of its runs hold each partition (up to relabelling)."""
+    counts = []
+    for row in range(assignment.shape[0]):
+        keys = [_canonical(assignment[row, slot]) for slot in np.flatnonzero(occupied[row])]
+        counts.append({key: keys.count(key) for key in set(keys)})
+    return counts
 
 
 def _score(distances: np.ndarray, metric: str) -> float:

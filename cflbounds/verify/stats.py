@@ -28,6 +28,10 @@ def clopper_pearson(successes, trials, confidence: float = 0.95) -> tuple[np.nda
     trials = np.asarray(trials, dtype=float)
     if np.any(trials < 1) or np.any(successes < 0) or np.any(successes > trials):
         raise ValueError("clopper_pearson needs 0 <= successes <= trials and trials >= 1")
+    if np.any(successes != np.round(successes)) or np.any(trials != np.round(trials)):
+        raise ValueError("clopper_pearson needs whole numbers of successes and trials")
+    if not 0 < confidence < 1:
+        raise ValueError(f"clopper_pearson needs a confidence in (0, 1); got {confidence}")
     alpha = 1.0 - confidence
     with np.errstate(invalid="ignore"):
         lower = np.where(successes > 0, stats.beta.ppf(alpha / 2, successes, trials - successes + 1), 0.0)
