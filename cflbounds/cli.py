@@ -59,6 +59,7 @@ def _parser() -> argparse.ArgumentParser:
     verify.add_argument("--out", type=Path, help="output directory (default: reports/<date-time>/)")
     verify.add_argument("--json", action="store_true", help="print the verdicts as JSON")
     verify.add_argument("--strict", action="store_true", help="exit 1 if a claim is violated")
+    verify.add_argument("--threads", type=int, help="torch CPU threads (1 is faster on a busy shared machine)")
 
     bound = commands.add_parser("bound", allow_abbrev=False, help="evaluate one theorem's formula and its assumption checks")
     bound.add_argument("id", metavar="ID")
@@ -80,6 +81,7 @@ def _parser() -> argparse.ArgumentParser:
     sweep.add_argument("--resume", action="store_true", help="skip the cells already in the store")
     sweep.add_argument("--executor", choices=("local", "ray"), default="local")
     sweep.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    sweep.add_argument("--threads", type=int, help="torch CPU threads (1 is faster on a busy shared machine)")
 
     report = commands.add_parser("report", allow_abbrev=False, help="(re)build the PDF and figures from stored results")
     report.add_argument("directory", type=Path)
@@ -266,6 +268,16 @@ def _report(args) -> int:
     return 0
 
 
+def _set_threads(threads):
+    if threads is None:
+        return
+    if threads < 1:
+        raise InvalidParameterError(f"The '--threads' option must be an int in the range [1, inf). Got {threads}.")
+    import torch
+
+    torch.set_num_threads(threads)
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
@@ -274,6 +286,7 @@ def main(argv=None) -> int:
         if args.command != "bound" and extra:
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
         handlers = {"claims": _claims, "verify": _verify, "sweep": _sweep, "report": _report}
+        _set_threads(getattr(args, "threads", None))
         return _bound(args, extra) if args.command == "bound" else handlers[args.command](args)
     except InvalidParameterError as error:
         print(f"cflbounds: error: {error}", file=sys.stderr)

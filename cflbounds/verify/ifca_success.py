@@ -33,7 +33,7 @@ DIRECTIONS = {"r": 1, "m": 1, "n": 1, "sigma": -1}  # the claimed direction of e
 
 # panel -> parameter overrides of the reduced protocols. They keep the paper's ratios at a
 # tenth of its dimension: d = 100 with r scaled by sqrt(10) keeps ||theta*|| and the
-# separation r sqrt(d/2) of Fig. 2, and p m n / d spans the paper's range around 5.
+# separation r sqrt(d/2) of Fig. 2, and p m n / d spans the paper's range (5 on panel a, 10 on b).
 _REDUCED = {"d": [100]}
 SCALES = {
     "smoke": {"panels": {"a": {**_REDUCED, "m": [24], "n": [24], "r": [0.1, 0.79], "sigma": [0.1, 0.4]},
@@ -41,7 +41,9 @@ SCALES = {
               "protocol": {"trials": 12, "restarts": 3, "iterations": 150}},
     "default": {"panels": {"a": {**_REDUCED, "m": [32], "n": [32], "r": [0.1, 0.2, 0.32, 0.79],
                                  "sigma": [0.0, 0.1, 0.2, 0.4]},
-                           "c": {**_REDUCED, "m": [16, 24, 32, 48], "n": [16, 32], "r": [0.32]}},
+                           "b": {**_REDUCED, "m": [80], "n": [50], "r": [0.1, 0.32, 0.79], "sigma": [0.0, 0.2, 0.4]},
+                           "c": {**_REDUCED, "m": [16, 24, 32, 48], "n": [16, 32], "r": [0.32]},
+                           "d": {**_REDUCED, "m": [16, 32, 64], "n": [25, 50], "r": [1.58]}},
                 "protocol": {"trials": 40}},
     "paper": {"panels": {panel: {} for panel in PANELS}, "protocol": {}},
 }
