@@ -9,20 +9,10 @@ success below it, and the final distance lies inside the certified interval.
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 
 from cflbounds.sweeps.ifca_fig2 import fig2_cells, run_fig2_cell, trial_outcomes
 
 
-@pytest.fixture(scope="module", autouse=True)
-def single_torch_thread():
-    """One intra-op thread while this module runs. The runs are thousands of tiny torch ops, and
-    with torch's default 2 OpenMP threads on this shared 2-core machine they spin-wait: measured
-    7-50x slower (a Fig. 2 cell 0.3 s vs 17 s), with bit-identical rows. Restored afterwards."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 KEYS = ["trial", "restart", "step_size"]
 # the certificate is exact arithmetic in float64; the runs are float32, whose rounding over a few

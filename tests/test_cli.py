@@ -13,22 +13,12 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
 import cflbounds.verify.ifca as ifca_checks
 from cflbounds.bounds import ifca as bounds
 from cflbounds.cli import main
 
 
-@pytest.fixture(scope="module", autouse=True)
-def single_torch_thread():
-    """One intra-op thread while this module runs. The runs are thousands of tiny torch ops, and
-    with torch's default 2 OpenMP threads on this shared 2-core machine they spin-wait: measured
-    7-50x slower (a Fig. 2 cell 0.3 s vs 17 s), with bit-identical rows. Restored afterwards."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 DATA = Path(__file__).parent / "data"
 PAGE = re.compile(rb"/Type\s*/Page[^s]")

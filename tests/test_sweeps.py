@@ -11,7 +11,6 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-import torch
 
 import cflbounds.sweeps.ifca_fig2 as fig2
 import cflbounds.sweeps.store as store_module
@@ -23,15 +22,6 @@ from cflbounds.sweeps.ifca_fig2 import fig2_cells, run_fig2_cell
 from cflbounds.sweeps.store import ResultStore
 
 
-@pytest.fixture(scope="module", autouse=True)
-def single_torch_thread():
-    """One intra-op thread while this module runs. The runs are thousands of tiny torch ops, and
-    with torch's default 2 OpenMP threads on this shared 2-core machine they spin-wait: measured
-    7-50x slower (a Fig. 2 cell 0.3 s vs 17 s), with bit-identical rows. Restored afterwards."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 SORT = ["cell", "trial", "restart", "step_size"]
 

@@ -9,7 +9,6 @@ from numbers import Real
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 
 import cflbounds.verify.ifca as ifca_checks
 from cflbounds.bounds import ifca as bounds
@@ -18,15 +17,6 @@ from cflbounds.verify.ifca_success import monotonicity
 from cflbounds.verify.run import implemented_claims, verify_claims
 
 
-@pytest.fixture(scope="module", autouse=True)
-def single_torch_thread():
-    """One intra-op thread while this module runs. The runs are thousands of tiny torch ops, and
-    with torch's default 2 OpenMP threads on this shared 2-core machine they spin-wait: measured
-    7-50x slower (a Fig. 2 cell 0.3 s vs 17 s), with bit-identical rows. Restored afterwards."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 SEED = 0
 SLOW_CLAIMS = {"IFCA.F2"}  # a Fig. 2 sweep with its own workdir: tested on its own below

@@ -33,7 +33,6 @@ from .._validation import (
     Interval,
     NoneOK,
     Options,
-    check_param,
     require,
     validate_params,
 )
