@@ -150,7 +150,7 @@ def success_probability_figure(table: pd.DataFrame, x: str, group: str, confiden
     panels = _panels(table)
     ncols = min(len(panels), 3)
     nrows = math.ceil(len(panels) / ncols)
-    fig = Figure(figsize=(4.2 * ncols, 3.4 * nrows), layout="constrained")
+    fig = Figure(figsize=(max(4.2 * ncols, 7.0), 3.4 * nrows + 0.6), layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False, sharey=True).ravel()
     for ax, (title, rows) in zip(axes, panels):
         counts = rows.assign(success=rows["success"].astype(bool)).groupby([group, x])["success"].agg(["sum", "count"])

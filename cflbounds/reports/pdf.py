@@ -280,6 +280,6 @@ def build_report(verdicts: list[dict], path, *, title: str = "cflbounds report",
         for page in pages:
             pdf.savefig(page)
         for figure_title, figure in extra_figures:
-            figure.suptitle(figure_title)
+            figure.suptitle(textwrap.fill(figure_title, 80), fontsize="medium")
             pdf.savefig(figure)
     return path
