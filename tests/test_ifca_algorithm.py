@@ -761,3 +761,21 @@ def test_fuzz_ifca_raises_only_invalid_parameter_error(kwargs):
     if trace.assignments is not None:
         assert trace.assignments.shape == (B, R, T1 - 1, problem.m)
         assert np.all(trace.assignments < k)
+
+
+# ---------------------------------------------------------------------------------------
+# CPU and CUDA (POT-style backend fixture: runs only where a GPU is present)
+# ---------------------------------------------------------------------------------------
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")
+@pytest.mark.parametrize("aggregation", ["gradient", "model"])
+def test_cuda_matches_cpu(aggregation):
+    """The same data (drawn on the CPU in float64 for every device) gives the same iterates
+    on the GPU up to float64 rounding, with the same assignments."""
+    kwargs = dict(sigma=0.1, scale=0.5, batch_size=2, seed=7, dtype="float64")
+    runs = dict(iterations=20, step_sizes=[0.5, 0.1], restarts=2, aggregation=aggregation,
+                record_assignments=True)
+    cpu = ifca(mk(2, 12, 16, 8, device="cpu", **kwargs), **runs)
+    gpu = ifca(mk(2, 12, 16, 8, device="cuda", **kwargs), **runs)
+    np.testing.assert_array_equal(cpu.assignments, gpu.assignments)
+    np.testing.assert_allclose(gpu.final_models, cpu.final_models, rtol=1e-9, atol=1e-12)

@@ -35,16 +35,18 @@ __all__ = ["FinalDistanceCertificate"]
 class FinalDistanceCertificate:
     """An ``ifca(monitor=...)`` callback for the Fig. 2 protocol.
 
-    ``theta_star`` ``(B, k*, d)`` float64 truths of the problems, ``iterations`` T,
+    ``theta_star`` ``(B, k*, d)`` float64 truths of the problems, ``membership`` the true
+    cluster of each machine (to pick which partitions are worth a certificate), ``iterations`` T,
     ``threshold`` the success distance, ``metric`` ``"nearest"`` or ``"matched"``,
     ``gradient_factor`` the loss convention's factor (``2/n`` for the mean loss).
     ``outcomes[(problem, run)]`` collects ``(verdict, iteration, lower, upper)`` with
     verdict ``success``, ``failure`` or ``stopped`` (its trial was decided by another run).
     """
 
-    def __init__(self, theta_star, iterations: int, threshold: float, metric: str, gradient_factor: float,
+    def __init__(self, theta_star, membership, iterations: int, threshold: float, metric: str, gradient_factor: float,
                  relative_margin: float = 1e-2, absolute_margin: float = 1e-4, look_every: int = 10):
         self.theta_star = np.asarray(theta_star, dtype=float)
+        self.membership = np.asarray(membership)
         self.iterations, self.threshold, self.metric = iterations, threshold, metric
         self.gradient_factor, self.look_every = gradient_factor, look_every
         self.margin = relative_margin * threshold + absolute_margin
@@ -71,13 +73,22 @@ class FinalDistanceCertificate:
     def _worth_a_look(self, problem, partition, looks, shared) -> bool:
         """Whether a certificate is worth its cost for a run whose partition has held for
         ``looks`` looks. Known partitions cost nothing; a new one costs a d x d Gram matrix
-        and its eigenvalues (several iterations' worth of work), so it is computed once it
-        has held for two looks and is shared by several runs of the trial (the true and the
-        collapsed partitions are), or has held for five looks (a run stuck in it)."""
+        and its eigenvalues (at paper size about what a run's remaining iterations cost), so
+        it is computed once it has held for two looks and either is shared by several runs
+        of the trial (as the collapsed partition is) or is within 5% of the true partition
+        up to relabelling (the only kind that can end below the threshold)."""
         known = all((problem, (partition == j).tobytes()) in self._fixed for j in np.unique(partition))
         if known:
             return looks >= 1
-        return looks >= 5 or (looks >= 2 and shared.get(_canonical(partition), 0) >= 2)
+        if looks < 2:
+            return False
+        return shared.get(_canonical(partition), 0) >= 2 or self._misclustered(partition) <= 0.05 * partition.size
+
+    def _misclustered(self, partition) -> int:
+        """Machines outside their true cluster under the best relabelling of the models."""
+        k = int(max(partition.max(), self.membership.max())) + 1
+        return min(int(np.sum(partition != np.asarray(labels)[self.membership]))
+                   for labels in itertools.permutations(range(k), int(self.membership.max()) + 1))
 
     def _fixed_point(self, problem, mask, features, responses):
         key = (problem, mask.tobytes())

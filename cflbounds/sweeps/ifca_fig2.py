@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .._torch import resolve_device
 from ..algorithms import ifca
 from ..algorithms.trace import matched_distances
 from ..algorithms.squared_loss import LOSS_CONVENTIONS
@@ -48,9 +49,10 @@ PANELS = {
 AXES = ("k", "m", "n", "d", "r", "sigma")
 PROTOCOL = {"trials": 40, "restarts": 10, "iterations": 300, "dtype": "float32", "shared_inits": False,
             "early_exit": True}
-# data per chunk of trials: a fixed budget, so chunking is part of the config. Small: trials
-# share no data, and at paper size one trial per batch runs fastest (benchmarks/README.md)
-_BATCH_BYTES = 64 << 20
+# data per chunk of trials: a fixed budget per device, so chunking is part of the config. On
+# the CPU small (trials share no data, and at paper size one trial per batch runs fastest,
+# benchmarks/README.md); a GPU needs many trials at once to fill it.
+_BATCH_BYTES = {"cpu": 64 << 20, "cuda": 2 << 30}
 
 
 def fig2_cells(panels=tuple(PANELS), variants=("official",), overrides: dict | None = None, *,
@@ -89,7 +91,7 @@ def run_fig2_cell(cell: dict, device: str = "cpu") -> pd.DataFrame:
     k, m, n, d = cell["k"], cell["m"], cell["n"], cell["d"]
     variant = cell["variant"]
     seeds = trial_seeds(cell["seed"], _problem_key(cell), cell["trials"])
-    chunk = max(1, _BATCH_BYTES // (m * n * d * 4))
+    chunk = max(1, _BATCH_BYTES[resolve_device(device).type] // (m * n * d * 4))
     frames = []
     for start in range(0, len(seeds), chunk):
         problem = make_mixed_linear_regression(
@@ -99,7 +101,7 @@ def run_fig2_cell(cell: dict, device: str = "cpu") -> pd.DataFrame:
         certificate = None
         if cell["early_exit"]:
             certificate = FinalDistanceCertificate(
-                problem.theta_star_exact, cell["iterations"], _threshold(cell),
+                problem.theta_star_exact, problem.membership, cell["iterations"], _threshold(cell),
                 "nearest" if variant == "official" else "matched", LOSS_CONVENTIONS["mean"](n),
             )
         trace = ifca(
