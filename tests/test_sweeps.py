@@ -164,7 +164,7 @@ def test_chunking_of_problems_does_not_change_rows(monkeypatch, early_exit):
     """All trials in one batch vs one trial per batch (``_BATCH_BYTES`` below one problem)."""
     cell = tiny_cell(trials=4, early_exit=early_exit)
     batched = run_fig2_cell(cell)
-    monkeypatch.setattr(fig2, "_BATCH_BYTES", 1)
+    monkeypatch.setattr(fig2, "_BATCH_BYTES", {"cpu": 1, "cuda": 1})
     one_by_one = run_fig2_cell(cell)
     pd.testing.assert_frame_equal(one_by_one, batched)
 
