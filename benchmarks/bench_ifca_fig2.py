@@ -162,7 +162,7 @@ def plain(cell: dict, dtype: str) -> dict:
     k, m, n, d, T = cell["k"], cell["m"], cell["n"], cell["d"], cell["iterations"]
     variant = cell["variant"]
     seeds = cell_trial_seeds(cell)
-    chunk = max(1, getattr(ifca_fig2, "_BATCH_BYTES", 1 << 30) // (m * n * d * 4))
+    chunk = ifca_fig2.trials_per_batch(cell)
     out = {"ifca_seconds": 0.0, "flops": 0.0, "slot_iterations": 0.0}
     dists, diverged = [], []
     for start in range(0, len(seeds), chunk):

@@ -31,7 +31,7 @@ from ..synthetic import make_mixed_linear_regression
 from .certificate import FinalDistanceCertificate
 from .grid import expand, trial_seeds
 
-__all__ = ["VARIANTS", "PANELS", "fig2_cells", "run_fig2_cell", "trial_outcomes"]
+__all__ = ["VARIANTS", "PANELS", "fig2_cells", "run_fig2_cell", "trial_outcomes", "trials_per_batch"]
 
 VARIANTS = ("official", "paper-text")
 STEP_SIZES = {2: (1.0, 0.1, 0.01), 4: (2.0, 1.0, 0.5)}
@@ -76,6 +76,11 @@ def fig2_cells(panels=tuple(PANELS), variants=("official",), overrides: dict | N
     return cells
 
 
+def trials_per_batch(cell: dict, device: str = "cpu") -> int:
+    """How many trials of the cell run as one batch: a fixed data budget per device type."""
+    return max(1, _BATCH_BYTES[resolve_device(device).type] // (cell["m"] * cell["n"] * cell["d"] * 4))
+
+
 def _problem_key(cell) -> dict:
     """What defines a cell's problems: its data seeds depend on these only, so execution
     settings (dtype, early exit, restarts, iterations, trial count) never change the data."""
@@ -91,7 +96,7 @@ def run_fig2_cell(cell: dict, device: str = "cpu") -> pd.DataFrame:
     k, m, n, d = cell["k"], cell["m"], cell["n"], cell["d"]
     variant = cell["variant"]
     seeds = trial_seeds(cell["seed"], _problem_key(cell), cell["trials"])
-    chunk = max(1, _BATCH_BYTES[resolve_device(device).type] // (m * n * d * 4))
+    chunk = trials_per_batch(cell, device)
     frames = []
     for start in range(0, len(seeds), chunk):
         problem = make_mixed_linear_regression(
