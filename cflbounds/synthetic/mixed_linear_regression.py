@@ -173,15 +173,9 @@ class MixedLinearRegression:
         ``index`` restricts the draw to some problems of the batch.
         """
         index = range(self.batch_size) if index is None else index
-        features = torch.empty((len(index), self.m, n, self.d), dtype=self.dtype, device=self.device)
-        responses = torch.empty((len(index), self.m, n), dtype=self.dtype, device=self.device)
-        for row, b in enumerate(index):  # data generation, as in make_mixed_linear_regression
-            x, y = _sample_machines(
-                stream(self.seeds[b], _STREAM_FRESH, draw_index), self.theta_star_exact[b],
-                self.membership, n, self.sigma,
-            )
-            features[row], responses[row] = torch.as_tensor(x), torch.as_tensor(y)
-        return features, responses
+        return _sample_batch([stream(self.seeds[b], _STREAM_FRESH, draw_index) for b in index],
+                             self.theta_star_exact[list(index)], self.membership, n, self.sigma,
+                             self.dtype, self.device)
 
     def subset(self, index) -> "MixedLinearRegression":
         """The problems at ``index`` (a sequence of batch positions) as a new batch."""
@@ -255,6 +249,18 @@ def _draw_truth(rng: np.random.Generator, k: int, d: int, truth: str, scale: flo
         while not centers[j].any():
             centers[j] = rng.binomial(1, 0.5, size=d)
     return centers / np.linalg.norm(centers, axis=1, keepdims=True) * scale
+
+
+def _sample_batch(rngs, centers, membership, n, sigma, dtype, device):
+    """``(B, m, n, d)`` features and ``(B, m, n)`` responses, problem ``b`` from ``rngs[b]``
+    (generation, once per problem: not a hot path)."""
+    B, m, d = len(rngs), membership.shape[0], centers.shape[-1]
+    features = torch.empty((B, m, n, d), dtype=dtype, device=device)
+    responses = torch.empty((B, m, n), dtype=dtype, device=device)
+    for b, rng in enumerate(rngs):
+        x, y = _sample_machines(rng, centers[b], membership, n, sigma)
+        features[b], responses[b] = torch.as_tensor(x), torch.as_tensor(y)
+    return features, responses
 
 
 def _sample_machines(rng, theta_star, membership, n, sigma):
@@ -340,18 +346,12 @@ def make_mixed_linear_regression(
         )
 
     torch_device, torch_dtype = resolve_device(device), resolve_dtype(dtype)
-    features = torch.empty((batch_size, m, n, d), dtype=torch_dtype, device=torch_device)
-    responses = torch.empty((batch_size, m, n), dtype=torch_dtype, device=torch_device)
-    centers = []
-    for b, problem_seed in enumerate(seeds):  # generation, once per problem: not a hot path
-        rng = stream(problem_seed, _STREAM_DATA)
-        theta = given[b].copy() if given is not None else _draw_truth(rng, k, d, truth, float(scale))
-        x, y = _sample_machines(rng, theta, membership, n, float(sigma))
-        features[b] = torch.as_tensor(x)
-        responses[b] = torch.as_tensor(y)
-        centers.append(theta)
-
-    theta_star_exact = np.stack(centers)
+    rngs = [stream(problem_seed, _STREAM_DATA) for problem_seed in seeds]
+    # each problem's stream draws its centers first, then its data
+    theta_star_exact = given.copy() if given is not None else np.stack(
+        [_draw_truth(rng, k, d, truth, float(scale)) for rng in rngs])
+    features, responses = _sample_batch(rngs, theta_star_exact, membership, n, float(sigma), torch_dtype,
+                                        torch_device)
     return MixedLinearRegression(
         features=features,
         responses=responses,
