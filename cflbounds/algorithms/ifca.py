@@ -185,11 +185,15 @@ def _run(problem, k, T, steps, restarts, init_models, aggregation, local_steps, 
         distances[batch.problem[rows], batch.run[rows, slots], t] = table[rows, slots]
         return table
 
-    def leave(mask, at, when):
+    def keep_final(mask):
+        """Store the models of the slots in ``mask`` as their runs' final models; return the runs."""
         rows, slots = np.nonzero(mask)
         runs = (batch.problem[rows], batch.run[rows, slots])
-        at[runs] = when
         final_models[runs] = batch.state["models"][rows, slots].double().cpu().numpy()
+        return runs
+
+    def leave(mask, at, when):
+        at[keep_final(mask)] = when
         batch.retire(mask)
 
     table = record_distances(0)
@@ -237,10 +241,7 @@ def _run(problem, k, T, steps, restarts, init_models, aggregation, local_steps, 
                 table = _distance_table(batch.state["models"], batch.data["theta_star"])
 
     if not batch.empty:
-        rows, slots = np.nonzero(batch.occupied)
-        final_models[batch.problem[rows], batch.run[rows, slots]] = (
-            batch.state["models"][rows, slots].double().cpu().numpy()
-        )
+        keep_final(batch.occupied)
     return ClusteringTrace(
         distances=distances,
         misassigned=misassigned,

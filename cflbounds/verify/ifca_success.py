@@ -13,6 +13,7 @@ when some adjacent pair moves significantly the other way.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import tempfile
 from pathlib import Path
@@ -90,11 +91,13 @@ def _success_table(ctx: VerifyContext) -> pd.DataFrame:
     cfg = SCALES[ctx.scale]
     cells = [cell for panel, overrides in cfg["panels"].items()
              for cell in fig2_cells((panel,), ("official",), overrides, seed=ctx.seed, **cfg["protocol"])]
-    directory = Path(ctx.workdir) / "sweeps" / "ifca-fig2" if ctx.workdir else Path(tempfile.mkdtemp())
-    store = ResultStore(directory)
-    run_cells(cells, functools.partial(run_fig2_cell, device=ctx.device), store, executor=ctx.executor,
-              progress=ctx.progress)
-    rows = store.read()
+    with contextlib.ExitStack() as stack:  # without a workdir the store lives only for this check
+        directory = (Path(ctx.workdir) / "sweeps" / "ifca-fig2" if ctx.workdir
+                     else Path(stack.enter_context(tempfile.TemporaryDirectory())))
+        store = ResultStore(directory)
+        run_cells(cells, functools.partial(run_fig2_cell, device=ctx.device), store, executor=ctx.executor,
+                  progress=ctx.progress)
+        rows = store.read()
     return rows[rows["cell"].isin({cell_key(cell) for cell in cells})]  # a reused store may hold others
 
 
