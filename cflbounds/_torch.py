@@ -7,6 +7,7 @@ from ._validation import InvalidParameterError, Options
 
 DEVICES = Options(("auto", "cpu", "cuda"))
 DTYPES = Options(("float32", "float64"))
+TENSOR_CONSTRAINTS = {"dtype": [DTYPES], "device": [DEVICES]}  # of every generator's tensors
 
 
 def resolve_device(device: str) -> torch.device:

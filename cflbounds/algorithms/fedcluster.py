@@ -166,7 +166,7 @@ def _orders(seeds, j, M, reshuffle):
 def _participation_share(seeds, j, members, share, sizes, fraction, partial_weights):
     """Aggregation weights ``(B, M, S)`` after each cluster activates ``max(1, round(fraction
     |S_K|))`` uniformly chosen devices in round j (0 for inactive devices)."""
-    B, (M, S) = seeds.size, members.shape
+    B = seeds.size
     if fraction >= 1.0:
         return np.repeat(share[None], B, axis=0)
     uniforms = counter_uniform(seeds, j, members.max() + 1)[:, members]  # (B, M, S)

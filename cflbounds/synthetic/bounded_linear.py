@@ -24,10 +24,10 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 
-from .._torch import DEVICES, DTYPES, resolve_device, resolve_dtype
-from .._validation import Constraint, Interval, SeedArray, require, validate_params
+from .._torch import TENSOR_CONSTRAINTS, resolve_device, resolve_dtype
+from .._validation import Constraint, Interval, require, validate_params
 from .client_data import ClientData
-from .seeding import problem_seeds, stream
+from .seeding import BATCH_CONSTRAINTS, problem_seeds, stream
 
 __all__ = ["BoundedLinearClusters", "make_bounded_linear_clusters"]
 
@@ -125,10 +125,8 @@ _INT_SEQUENCE = Constraint(
     "input_radius": [Interval(Real, 0, None, closed="neither")],
     "label_noise": [Interval(Real, 0, 0.5, closed="both")],
     "distribution_seed": [Interval(Integral, 0, None, closed="left")],
-    "batch_size": [Interval(Integral, 1, None, closed="left")],
-    "seed": [Interval(Integral, 0, None, closed="left"), SeedArray],
-    "dtype": [DTYPES],
-    "device": [DEVICES],
+    **BATCH_CONSTRAINTS,
+    **TENSOR_CONSTRAINTS,
 })
 def make_bounded_linear_clusters(client_sizes=(200, 300, 300), membership=(0, 0, 1), *, d: int = 5,
                                  atoms: int = 1000, input_radius: float = 1.0, label_noise: float = 0.1,

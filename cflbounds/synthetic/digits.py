@@ -31,11 +31,11 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 
-from .._torch import DEVICES, DTYPES, resolve_device, resolve_dtype
-from .._validation import Constraint, Interval, NoneOK, Options, SeedArray, require, validate_params
+from .._torch import TENSOR_CONSTRAINTS, resolve_device, resolve_dtype
+from .._validation import Constraint, Interval, NoneOK, Options, require, validate_params
 from .client_data import ClientData
 from .mixed_linear_regression import cluster_sizes
-from .seeding import problem_seeds, stream
+from .seeding import BATCH_CONSTRAINTS, problem_seeds, stream
 
 __all__ = ["DigitClients", "make_digit_clients", "STRUCTURES", "CLASSES", "PIXELS", "label_set_index"]
 
@@ -206,10 +206,8 @@ _SIZE_RANGE = Constraint(
         "test_fraction": [Interval(Real, 0, 1, closed="neither")],
         "labels_per_client": [Interval(Integral, 1, CLASSES, closed="both")],
         "client_sizes": [NoneOK, _SIZE_RANGE],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "seed": [Interval(Integral, 0, None, closed="left"), SeedArray],
-        "dtype": [DTYPES],
-        "device": [DEVICES],
+        **BATCH_CONSTRAINTS,
+        **TENSOR_CONSTRAINTS,
     }
 )
 def make_digit_clients(

@@ -36,11 +36,11 @@ import numpy as np
 import torch
 from scipy import optimize, special
 
-from .._torch import DEVICES, DTYPES, resolve_device, resolve_dtype
-from .._validation import ArrayLike, Interval, NoneOK, SeedArray, require, validate_params
+from .._torch import TENSOR_CONSTRAINTS, resolve_device, resolve_dtype
+from .._validation import ArrayLike, Interval, NoneOK, require, validate_params
 from .mixed_linear_regression import cluster_sizes
 from .planted_clusters import PlantedClusters
-from .seeding import problem_seeds, stream
+from .seeding import BATCH_CONSTRAINTS, problem_seeds, stream
 
 __all__ = ["LogisticMixture", "make_logistic_mixture", "teacher_scale", "normal_expectation"]
 
@@ -274,10 +274,8 @@ def _centers(rng, k, d, norm):
     "separation": [Interval(Real, 0, None, closed="neither")],
     "regularization": [Interval(Real, 0, None, closed="neither")],
     "proportions": [NoneOK, ArrayLike],
-    "batch_size": [Interval(Integral, 1, None, closed="left")],
-    "seed": [Interval(Integral, 0, None, closed="left"), SeedArray],
-    "dtype": [DTYPES],
-    "device": [DEVICES],
+    **BATCH_CONSTRAINTS,
+    **TENSOR_CONSTRAINTS,
 })
 def make_logistic_mixture(k: int = 2, m: int = 20, n: int = 50, d: int = 5, *, separation: float = 1.0,
                           regularization: float = 0.1, proportions=None, batch_size: int = 1, seed=0,

@@ -24,19 +24,18 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 
-from .._torch import DEVICES, DTYPES, resolve_device, resolve_dtype
+from .._torch import TENSOR_CONSTRAINTS, resolve_device, resolve_dtype
 from .._validation import (
     ArrayLike,
     Constraint,
     Interval,
     NoneOK,
     Options,
-    SeedArray,
     require,
     validate_params,
 )
 from .planted_clusters import PlantedClusters
-from .seeding import problem_seeds, stream
+from .seeding import BATCH_CONSTRAINTS, problem_seeds, stream
 
 __all__ = [
     "MixedLinearRegression",
@@ -234,10 +233,8 @@ _GIVEN_TRUTH = Constraint(
         "truth": [Options(TRUTHS)],
         "scale": [Interval(Real, 0, None, closed="neither")],
         "theta_star": [_GIVEN_TRUTH],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "seed": [Interval(Integral, 0, None, closed="left"), SeedArray],
-        "dtype": [DTYPES],
-        "device": [DEVICES],
+        **BATCH_CONSTRAINTS,
+        **TENSOR_CONSTRAINTS,
     }
 )
 def make_mixed_linear_regression(

@@ -35,20 +35,19 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 
-from .._torch import DEVICES, DTYPES, resolve_device, resolve_dtype
+from .._torch import TENSOR_CONSTRAINTS, resolve_device, resolve_dtype
 from .._validation import (
     ArrayLike,
     Constraint,
     Interval,
     NoneOK,
     Options,
-    SeedArray,
     require,
     validate_params,
 )
 from .counter_random import counter_hash, counter_normal
 from .mixed_linear_regression import cluster_sizes
-from .seeding import problem_seeds, stream
+from .seeding import BATCH_CONSTRAINTS, problem_seeds, stream
 
 __all__ = ["QuadraticFederation", "make_quadratic_federation", "label_mixture", "HESSIAN_MODES"]
 
@@ -346,10 +345,8 @@ _NOISE = Constraint(lambda v: ArrayLike.is_satisfied_by(v) and np.ndim(v) <= 1 a
         "spread": [Interval(Real, 0, None, closed="left")],
         "noise_std": [_NOISE],
         "weights": [NoneOK, ArrayLike],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "seed": [Interval(Integral, 0, None, closed="left"), SeedArray],
-        "dtype": [DTYPES],
-        "device": [DEVICES],
+        **BATCH_CONSTRAINTS,
+        **TENSOR_CONSTRAINTS,
     }
 )
 def make_quadratic_federation(

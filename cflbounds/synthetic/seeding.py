@@ -6,11 +6,19 @@ count. Seeds are recorded with every result so that any row can be reproduced al
 """
 from __future__ import annotations
 
+from numbers import Integral
+
 import numpy as np
 
-from .._validation import require
+from .._validation import Interval, SeedArray, require
 
-__all__ = ["spawn_seeds", "problem_seeds", "stream"]
+__all__ = ["spawn_seeds", "problem_seeds", "stream", "BATCH_CONSTRAINTS"]
+
+# every generator draws ``batch_size`` problems from one seed or from one seed per problem
+BATCH_CONSTRAINTS = {
+    "batch_size": [Interval(Integral, 1, None, closed="left")],
+    "seed": [Interval(Integral, 0, None, closed="left"), SeedArray],
+}
 
 
 def spawn_seeds(parent: int, count: int, *path: int) -> tuple[int, ...]:

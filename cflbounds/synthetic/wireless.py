@@ -28,8 +28,8 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from .._validation import Constraint, Interval, SeedArray, validate_params
-from .seeding import problem_seeds, stream
+from .._validation import Constraint, Interval, validate_params
+from .seeding import BATCH_CONSTRAINTS, problem_seeds, stream
 
 __all__ = ["ChannelConstants", "PAPER_CHANNEL", "WirelessLayout", "make_wireless_layout", "upload_noise_variance"]
 
@@ -111,8 +111,7 @@ def _layout(positions, side, channel, seeds) -> WirelessLayout:
 @validate_params({
     "clients": [Interval(Integral, 1, None, closed="left")],
     "side": [Interval(Real, 0, None, closed="neither")],
-    "batch_size": [Interval(Integral, 1, None, closed="left")],
-    "seed": [Interval(Integral, 0, None, closed="left"), SeedArray],
+    **BATCH_CONSTRAINTS,
     "channel": [Constraint(lambda c: isinstance(c, ChannelConstants), "a ChannelConstants")],
 })
 def make_wireless_layout(clients: int = 50, *, side: float = 100.0, batch_size: int = 1, seed=0,

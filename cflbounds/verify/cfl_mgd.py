@@ -115,7 +115,8 @@ def check_l2(ctx: VerifyContext) -> Verdict:
     for index, family in enumerate(L2_FAMILIES):
         table, rho0 = ctx.shared(("mgd-one-step", ctx.scale, index), lambda: _one_step_table(ctx, family, index))
         frames.append(table)
-        rho0_first = rho0 if index == 0 else rho0_first
+        if index == 0:
+            rho0_first = rho0
         judged = table[table["step"] == last_step]
         worst = judged.assign(excess=judged["after"] - judged["bound"]).groupby(["beta", "trial"])["excess"].max()
         cells += [(int((excess > 0).sum()), int(excess.size)) for _, excess in worst.groupby(level=0)]

@@ -29,7 +29,7 @@ import pandas as pd
 from ..bounds import dsc as bounds
 from ..bounds._report import Inequality
 from .context import VerifyContext
-from .dsc_experiment import EXPERIMENT, FACTORS, dsc_experiment
+from .dsc_experiment import FACTORS, dsc_experiment
 from .stats import clopper_pearson, mean_interval
 from .verdict import Verdict
 

@@ -26,7 +26,6 @@ import torch
 
 from ..algorithms.dsc import angle_weights, dissimilarity_ratios, hierarchical_descent, hierarchy
 from ..algorithms.dsc_grouping import dsc_grouping
-from ..bounds import dsc as bounds
 from ..synthetic.quadratics import label_mixture, make_quadratic_federation
 from ..synthetic.seeding import spawn_seeds, stream
 from ..synthetic.wireless import make_wireless_layout
