@@ -27,6 +27,16 @@ class _Parser(argparse.ArgumentParser):
         raise InvalidParameterError(f"{self.prog}: {message}")
 
 
+class _Once(argparse.Action):
+    """Store an option's value, refusing a second occurrence (``--sigma 1 --sigma 2`` is ambiguous)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if getattr(namespace, f"_given_{self.dest}", False):
+            parser.error(f"option {option_string} was given twice")
+        setattr(namespace, f"_given_{self.dest}", True)
+        setattr(namespace, self.dest, values)
+
+
 def _csv(kind):
     """A comma-separated list of ``kind`` values (``--r 0.1,0.25``)."""
 
@@ -190,11 +200,11 @@ def _bound(args, extra: list[str]) -> int:
         flags = dict.fromkeys([f"--{name.replace('_', '-')}", f"--{name}"])
         allowed = " or ".join(str(c) for c in constraints.get(name, []))
         described = ("required" if default is None else f"default {default}") + (f"; {allowed}" if allowed else "")
-        parser.add_argument(*flags, dest=name, default=default, help=described.replace("%", "%%"))
+        parser.add_argument(*flags, dest=name, default=default, action=_Once, help=described.replace("%", "%%"))
     if args.help:
         print(parser.format_help())
         return 0
-    values = vars(parser.parse_args(extra))
+    values = {name: value for name, value in vars(parser.parse_args(extra)).items() if name in signature.parameters}
     values = {name: value if name in textual or not isinstance(value, str) else _number(name, value)
               for name, value in values.items()}
     for name, value in values.items():  # a given value is judged before missing ones are listed

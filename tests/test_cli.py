@@ -172,6 +172,14 @@ def test_bound_c1_invalid_log_base(capsys):
     assert_usage_error(code, err, "'log_base'")
 
 
+@pytest.mark.parametrize("again", [["--sigma=0.2"], ["--sigma", "0.2"], ["--n_prime", "30"]],
+                         ids=["same-flag", "same-flag-spaced", "other-spelling"])
+def test_bound_option_given_twice_is_one_line(capsys, again):
+    code, out, err = run(capsys, *_c1_args(), *again)  # _c1_args already gives --sigma and --n-prime
+    assert_usage_error(code, err, "given twice")
+    assert out == ""
+
+
 def test_bound_c1_missing_options_are_listed(capsys):
     code, _, err = run(capsys, "bound", "IFCA.C1", "--sigma", "0.1")
     assert_usage_error(code, err, "--p", "--separation", "--n-prime")
