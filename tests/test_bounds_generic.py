@@ -4,16 +4,20 @@ One generic test over all bounds (scikit-learn's habit): for each claim's bound 
 each numeric parameter is replaced by extreme values one at a time (huge, tiny, huge
 integers, the largest exact count). The call must either raise ``InvalidParameterError``
 naming that parameter, or return a result with no NaN anywhere (inf is an honest value
-for an overflowing bound); never another exception.
+for an overflowing bound); never another exception. An assumption row with an infinite
+side (an overflowed bound or threshold) must be decided exactly: it may hold only where the
+strict comparison of its two sides does (``inf <= 2`` must not hold).
 """
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 import pytest
 
 from cflbounds import InvalidParameterError
+from cflbounds.bounds import BoundResult, Inequality
 from cflbounds.verify.registry import CLAIMS
 
 LINEAR = {"sigma": 0.1, "p": 0.5, "d": 10, "m": 100, "n_prime": 20, "separation": 1.0}
@@ -84,3 +88,43 @@ def test_extreme_values_give_a_named_error_or_no_nan(claim_id, name, value):
         assert repr(name) in str(error) or name in str(error), str(error)
         return
     assert not any(math.isnan(x) for x in _numbers(_as_plain(result))), f"NaN in {claim_id} with {name}={value!r}"
+
+
+def test_inequality_decides_infinite_sides_and_strict_relations_exactly():
+    """Rounding leeway (1e-12 relative) only between finite sides of a non-strict relation."""
+    inf, nan = math.inf, math.nan
+    cases = [((inf, 2.0, "<="), False), ((inf, inf, "<="), False), ((1.0, inf, "<="), True),
+             ((-inf, 1.0, ">="), False), ((inf, 1e308, ">="), True), ((nan, 1.0, "<="), False),
+             ((2.0, 2.0, "<="), True), ((2.0, 2.0, "<"), False), ((2.0, 2.0, ">"), False),
+             ((0.1 + 0.2, 0.3, "<="), True), ((0.1 + 0.2, 0.3, "<"), False), ((1e308, -1e308, "<="), False)]
+    for (lhs, rhs, relation), expected in cases:
+        assert bool(Inequality("case", lhs, rhs, relation, "test").holds) == expected, (lhs, relation, rhs)
+    rows = Inequality("array", np.array([1.0, inf, 2.0, nan]), 2.0, "<=", "test")
+    assert rows.holds.tolist() == [True, False, True, False]
+    with pytest.raises(ValueError, match="relation"):
+        Inequality("typo", 1.0, 2.0, "=<", "test")
+
+
+_STRICTLY = {"<=": operator.lt, "<": operator.lt, ">=": operator.gt, ">": operator.gt}
+OVERFLOWING = (*EXTREMES, 1e308)  # 1e308 also overflows sums of two terms
+ROW_CASES = [(claim_id, name, value) for claim_id, kwargs in VALID.items() for name in kwargs
+             for value in OVERFLOWING]
+
+
+def _rows(result):
+    if isinstance(result, BoundResult):
+        return result.assumptions
+    return tuple(row for row in result if isinstance(row, Inequality)) if isinstance(result, tuple) else ()
+
+
+@pytest.mark.parametrize("claim_id, name, value", ROW_CASES, ids=[f"{c}-{n}-{v!r:.12}" for c, n, v in ROW_CASES])
+def test_a_row_with_an_infinite_side_holds_only_if_it_strictly_does(claim_id, name, value):
+    try:
+        result = CLAIMS[claim_id].bound(**{**VALID[claim_id], name: value})
+    except InvalidParameterError:
+        return
+    for row in _rows(result):
+        for lhs, rhs, holds in zip(*np.broadcast_arrays(np.ravel(row.lhs), np.ravel(row.rhs), np.ravel(row.holds))):
+            if not (math.isfinite(lhs) and math.isfinite(rhs)):
+                assert not holds or _STRICTLY[row.relation](float(lhs), float(rhs)), \
+                    f"{claim_id} with {name}={value!r}: '{row.name}' reported as holding at {lhs} {row.relation} {rhs}"

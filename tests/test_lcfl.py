@@ -58,6 +58,38 @@ def test_theorem1_right_side_and_its_options():
     assert not bounds.theorem1(delta, 5, 5, 0.2, 0.2).assumptions_hold  # vacuous at 5 samples
 
 
+def test_theorem1_at_a_subnormal_delta_and_an_overflowing_r():
+    """delta = 1e-320: 2/delta overflows, log 2 - log delta = 737.5 does not; the right side
+    is finite and vacuous (> 2). R = 1e308 twice over overflows the coefficient-2 side to
+    inf, which must be reported vacuous, not as holding (inf <= 2 once counted as true)."""
+    result = bounds.theorem1(1e-320, 200, 300, 0.05, 0.04)
+    log_ratio = math.log(2) - math.log(1e-320)
+    hand = 2 * math.sqrt(log_ratio / 400) + 2 * math.sqrt(log_ratio / 600) + 0.09
+    assert result.value == pytest.approx(hand, rel=1e-14) and hand > 2
+    assert result.derived["failure_printed"] == pytest.approx(4e-320, rel=1e-3)  # not 1 - 1 = 0
+    assert [bool(row.holds) for row in result.assumptions] == [False, False, True]
+    overflowing = bounds.theorem1(0.05, 200, 300, 1e308, 0.04)
+    assert overflowing.derived["rhs_r_coefficient_2"] == math.inf
+    assert not overflowing.assumptions[1].holds and not overflowing.assumptions_hold
+
+
+@pytest.mark.parametrize("delta, failure", [(0.2, 0.8), (0.25, 1.0), (0.3, 1.0), (0.5, 1.0), (0.9, 1.0)])
+def test_union_bound_confidence_is_a_probability_and_vacuous_from_a_quarter(delta, failure):
+    result = bounds.theorem1(delta, 200, 300, 0.0, 0.0)
+    assert result.derived["failure_union_bound"] == pytest.approx(failure)
+    assert result.derived["confidence_union_bound"] == pytest.approx(1 - failure)
+    assert bool(result.assumptions[2].holds) == (4 * delta < 1)  # "4 delta < 1", else the reading is vacuous
+    assert result.derived["confidence_printed"] == pytest.approx((1 - delta) ** 4)
+
+
+def test_vacuity_is_one_strict_definition():
+    """Vacuous iff the right side is >= 2 (the range of |d - d-hat|), NaN included; the
+    assumption rows of theorem1 (which the CLI prints) and the verdicts use this one test."""
+    just_below = np.nextafter(2.0, 0.0)
+    assert list(bounds.is_vacuous(np.array([just_below, 2.0, np.inf, np.nan]))) == [False, True, True, True]
+    assert bool(bounds.range_condition(just_below, "x").holds) and not bounds.range_condition(2.0, "x").holds
+
+
 @pytest.mark.parametrize("kwargs, name", [
     ({"delta": 0.0}, "delta"), ({"delta": 1.0}, "delta"), ({"m_i": 0}, "m_i"), ({"m_j": 2.5}, "m_j"),
     ({"rademacher_i": -0.1}, "rademacher_i"), ({"rademacher_j": float("nan")}, "rademacher_j"),

@@ -10,12 +10,16 @@ import json
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
+from cflbounds.bounds import lcfl as bounds
 from cflbounds.cli import main
 from cflbounds.verify import VerifyContext, verify_claims
 from cflbounds.verify.digits_runs import DIGITS, WARMUPS, digits_runs, warmup_options
+from cflbounds.verify.lcfl_accuracy import ORDERINGS_PER_MODEL, acc_judgments
 from cflbounds.verify.lcfl_discrepancy import discrepancy_experiment, judge_exceedance, t1_judgments, t1_verdict
+from cflbounds.verify.orderings import orderings_verdict
 
 IDS = ["LCFL.E4", "LCFL.T1", "LCFL.E8", "LCFL.E9", "LCFL.ACC", "IFCA.TAB1"]
 
@@ -59,36 +63,141 @@ def test_deterministic_claims_have_their_expected_outcomes(verdicts):
     assert evidence["population_minimisers_reading_holds"] == 1 and "theorem): holds" in summary
 
 
-def test_t1_reports_both_options_and_flags_small_samples_vacuous(verdicts):
-    evidence = verdicts["LCFL.T1"].evidence
-    for tag in ("m10_10", "m50_50", "m200_300"):
-        assert evidence[f"{tag}_rhs_r_coefficient_2"] > evidence[f"{tag}_rhs_printed"]
-        assert evidence[f"{tag}_failure_union"] >= evidence[f"{tag}_failure_printed"]
-    assert evidence["m10_10_rhs_printed"] >= 2.0 > evidence["m200_300_rhs_printed"]
-    assert evidence["R_200_monte_carlo"] < evidence["R_200_closed_form"]
+def test_t1_options_match_a_hand_computation(verdicts, context):
+    """Both right sides, both failure levels, the R values and the exceedance counts of the
+    evidence, recomputed by hand from the formula (eq. 5 at delta = 0.05), the problem's
+    constants (sigmoid loss 1/4-Lipschitz, B_w = 3) and the measured deviations."""
+    evidence, summary = verdicts["LCFL.T1"].evidence, verdicts["LCFL.T1"].summary
+    table = discrepancy_experiment(context)[0]
+    hoeffding = lambda m: math.sqrt(math.log(2 / 0.05) / (2 * m))  # noqa: E731
+    R = {m: evidence[f"R_{m}_contraction_monte_carlo"] for m in (10, 50, 200, 300)}
+    for m in R:  # contraction: L x the linear class's Monte Carlo value; closed form L B_w B_x / sqrt(m)
+        assert R[m] == pytest.approx(0.25 * evidence[f"R_{m}_linear_class_monte_carlo"], rel=1e-14)
+        assert evidence[f"R_{m}_contraction_closed_form"] == pytest.approx(0.75 * evidence["input_norm"] / math.sqrt(m))
+        # Jensen: E||sum sigma x|| <= sqrt(m E||x||^2) <= sqrt(m) B_x; estimate 8.4-9.9 SE below, 5 asked
+        linear = evidence[f"R_{m}_linear_class_monte_carlo"] + 5 * evidence[f"R_{m}_linear_class_mc_se"]
+        assert linear < evidence[f"R_{m}_linear_class_jensen_bound"] <= 3 * evidence["input_norm"] / math.sqrt(m)
+    vacuous = []
+    for m_i, m_j in ((10, 10), (50, 50), (200, 300)):
+        tag = f"m{m_i}_{m_j}"
+        printed = 2 * hoeffding(m_i) + 2 * hoeffding(m_j) + R[m_i] + R[m_j]
+        standard = printed + R[m_i] + R[m_j]
+        assert evidence[f"{tag}_rhs_printed"] == pytest.approx(printed, rel=1e-12)
+        assert evidence[f"{tag}_rhs_r_coefficient_2"] == pytest.approx(standard, rel=1e-12)
+        assert evidence[f"{tag}_failure_printed"] == pytest.approx(1 - 0.95**4, rel=1e-12)
+        assert evidence[f"{tag}_failure_union"] == pytest.approx(0.2, rel=1e-12)
+        deviation = table.loc[(table["m_i"] == m_i) & (table["m_j"] == m_j), "deviation"].to_numpy()
+        assert deviation.size == 2 * evidence["trials_per_configuration"]  # same- and cross-cluster pairs
+        assert evidence[f"{tag}_exceedances_printed"] == int(np.sum(deviation > printed))
+        assert evidence[f"{tag}_exceedances_r_coefficient_2"] == int(np.sum(deviation > standard))
+        vacuous += [(m_i, m_j)] if printed >= 2 else []
+    assert vacuous == [(10, 10)] and f"vacuous (rhs >= 2) at {vacuous}" in summary
+    assert evidence["configurations_per_reading"] == 3 * 2 * 3  # sizes x pairs x deltas
+    assert evidence["violation_confidence_bonferroni"] == pytest.approx(1 - 0.05 / 18)
 
 
 def test_a_planted_too_small_t1_right_side_is_violated(context):
-    """The same measurements against 5% of the right side: |d - d-hat| exceeds it in most
-    trials (measured quantile/rhs ~0.1-0.16 at the claimed level), far above any failure level."""
+    """The same measurements against 5% of the right side (delta = 0.05: 6 configurations,
+    Bonferroni confidence 1 - 0.05/6): the exceedance rate's lower end is 0.455-0.668 in 4
+    of them against the claimed failure 0.1855 (margin >= 0.27), so the contradiction
+    survives the correction; the true right side holds."""
     table, _, _, rademacher = discrepancy_experiment(context)
     judgments = t1_judgments(table, rademacher, (0.05,), scale=0.05)
     assert t1_verdict(judgments) == "violated"
+    assert set(judgments["comparisons"]) == {6}
+    printed = judgments[(judgments["rademacher"] == "contraction-monte-carlo") & (judgments["r_coefficient"] == 1)
+                        & (judgments["confidence_reading"] == "printed")]
+    violated = printed[printed["outcome"] == "violated"]
+    assert len(violated) >= 3 and (violated["family_rate_low"] - violated["failure_level"]).min() > 0.2
     assert t1_verdict(t1_judgments(table, rademacher, (0.05,))) == "holds"
 
 
 def test_judge_exceedance_levels():
     deviation = np.r_[np.zeros(990), np.ones(10)]
-    assert judge_exceedance(deviation, 0.5, 0.05)[0] == "holds"  # 1% observed, upper end < 5%
-    assert judge_exceedance(deviation, 0.5, 0.001)[0] == "violated"
-    assert judge_exceedance(deviation, 0.5, 0.01)[0] == "inconclusive"
+    assert judge_exceedance(deviation, 0.5, 0.05)["outcome"] == "holds"  # 1% observed, upper end < 5%
+    assert judge_exceedance(deviation, 0.5, 0.001)["outcome"] == "violated"
+    assert judge_exceedance(deviation, 0.5, 0.01)["outcome"] == "inconclusive"
 
 
-def test_orderings_are_reported_for_every_comparison(verdicts):
+def test_an_exceedance_must_survive_the_bonferroni_correction():
+    """32 of 400 deviations above the right side at a claimed failure level of 0.05: the 95%
+    Clopper-Pearson lower end (Beta(32, 369) 2.5% quantile, 0.0554) is above 0.05, the one
+    over 18 configurations (the 0.05/36 quantile, 0.0450) is not; with 36 of 400 both are
+    (0.0638 and 0.0526)."""
+    from scipy.stats import beta
+
+    deviation = lambda k: np.r_[np.ones(k), np.zeros(400 - k)]  # noqa: E731
+    alone, in_family = judge_exceedance(deviation(32), 0.5, 0.05), judge_exceedance(deviation(32), 0.5, 0.05,
+                                                                                      comparisons=18)
+    assert alone["outcome"] == "violated" and in_family["outcome"] == "inconclusive"
+    assert in_family["family_rate_low"] == pytest.approx(beta.ppf(0.05 / 36, 32, 369), rel=1e-9)
+    assert in_family["rate_high"] == alone["rate_high"]  # "holds" is judged without the correction
+    assert judge_exceedance(deviation(36), 0.5, 0.05, comparisons=18)["outcome"] == "violated"
+
+
+def _synthetic_runs(accuracy, ari, noise, seeds=20):
+    """Recovery and accuracy tables of one model ("mlp") whose per-seed values are a common
+    base plus a per-method offset plus noise of standard deviation ``noise`` with mean exactly
+    zero over the seeds: the paired mean differences are exactly the offsets' differences."""
+    rng = np.random.default_rng(7)
+    base = rng.uniform(0.4, 0.5, seeds)
+
+    def values(offset):
+        centred = rng.standard_normal(seeds)
+        centred -= centred.mean()
+        return base + offset + noise * centred / centred.std(ddof=1)
+
+    trials = np.arange(seeds)
+    accuracy_rows = [pd.DataFrame({"model": "mlp", "method": method, "trial": trials, "accuracy": values(offset)})
+                     for method, offset in accuracy.items()]
+    recovery_rows = [pd.DataFrame({"model": "mlp", "metric": metric, "clustering": "kmedoids", "warmup": "fedavg",
+                                   "trial": trials, "ari": values(offset)}) for metric, offset in ari.items()]
+    return {"accuracy": pd.concat(accuracy_rows), "recovery": pd.concat(recovery_rows)}
+
+
+ORDERED = {"LCFL": 0.3, "IFCA": 0.2, "FedAvg": 0.1, "Local": 0.0}
+ARI = {"loss": 0.3, "diffnorm": 0.0, "gradcos": 0.1}
+
+
+@pytest.mark.parametrize("accuracy, noise, verdict, status", [
+    # every ordering true by 0.1 (ARI by 0.2 or more); 95% half-widths ~0.02 at noise 0.03
+    (ORDERED, 0.03, "holds", {}),
+    ({**ORDERED, "Local": 0.15}, 0.03, "violated", {"FedAvg >= Local": "contradicted"}),  # Local beats FedAvg
+    ({**ORDERED, "LCFL": 0.2}, 0.03, "inconclusive", {"LCFL >= IFCA": "unresolved"}),  # a tie, too noisy to tell
+    ({**ORDERED, "LCFL": 0.2}, 0.001, "holds", {"LCFL >= IFCA": "tied"}),  # a tie, resolved: ">=" is consistent
+])
+def test_acc_orderings_on_paired_samples_with_a_known_ordering(accuracy, noise, verdict, status):
+    judgments = acc_judgments(_synthetic_runs(accuracy, ARI, noise), "mlp", ORDERINGS_PER_MODEL)
+    statuses = {j.name: j.status for j in judgments}
+    assert statuses == {**dict.fromkeys(statuses, "supported"), **status}
+    assert orderings_verdict(judgments) == verdict
+    for j in judgments:  # the paired mean difference is the offsets' difference, exactly
+        a, b = j.name.removeprefix("ARI ").replace("DiffNorm", "diffnorm").replace("GradCos", "gradcos").split(" >= ")
+        offsets = {**accuracy, **ARI}
+        assert j.mean == pytest.approx(offsets[a] - offsets[b], abs=1e-12)
+
+
+def test_acc_evidence_matches_its_tables(verdicts, context):
+    """The orderings' differences, and ARI, NMI and matched accuracy of every metric x
+    clustering method, recomputed from the saved per-seed tables."""
+    evidence = verdicts["LCFL.ACC"].evidence
+    accuracy = context.tables["lcfl_acc_accuracy"].pivot_table(index="trial", columns="method", values="accuracy")
+    for a, b in (("LCFL", "IFCA"), ("IFCA", "FedAvg"), ("FedAvg", "Local")):
+        assert evidence[f"mlp_{a}_ge_{b}_difference"] == pytest.approx((accuracy[a] - accuracy[b]).mean(), rel=1e-12)
+    recovery = context.tables["lcfl_acc_recovery"]
+    means = recovery[(recovery["model"] == "mlp") & (recovery["warmup"] == "fedavg")].groupby(
+        ["metric", "clustering"])[["ari", "nmi", "matched_accuracy"]].mean()
+    assert len(means) == 3 * 3
+    for (metric, clustering), row in means.iterrows():
+        for score in ("ari", "nmi", "matched_accuracy"):
+            assert evidence[f"mlp_{score}_{metric}_{clustering}_fedavg"] == pytest.approx(row[score], rel=1e-12)
+    assert "ARI/NMI/matched acc." in verdicts["LCFL.ACC"].summary
+
+
+def test_acc_reports_every_comparison_and_the_printed_warmup(verdicts):
     evidence = verdicts["LCFL.ACC"].evidence
     for name in ("ARI_loss_ge_DiffNorm", "ARI_loss_ge_GradCos", "LCFL_ge_IFCA", "IFCA_ge_FedAvg", "FedAvg_ge_Local"):
-        assert evidence[f"mlp_{name}_low"] <= evidence[f"mlp_{name}_difference"] <= evidence[f"mlp_{name}_high"]
-    assert verdicts["LCFL.ACC"].verdict in ("holds", "violated", "inconclusive")
+        assert {f"mlp_{name}_{part}" for part in ("difference", "low", "high")} <= set(evidence)
     heatmaps = [p for p in verdicts["LCFL.ACC"].plot if p["kind"] == "heatmap"]
     assert len(heatmaps) == 3 and len(heatmaps[0]["matrix"]) == 16
     tab1 = verdicts["IFCA.TAB1"].evidence
@@ -133,6 +242,35 @@ def test_bound_t1_prints_the_right_side_for_each_option(capsys):
     assert result["derived"]["confidence_printed"] == pytest.approx(0.95**4)
     code, out, _ = _run(capsys, *T1_ARGS)
     assert code == 0 and "rhs_r_coefficient_2" in out and "confidence_union_bound" in out
+
+
+def _t1_json(capsys, **changes):
+    argv = list(T1_ARGS)
+    for flag, value in changes.items():
+        argv[argv.index(f"--{flag.replace('_', '-')}") + 1] = value
+    code, out, err = _run(capsys, *argv, "--json")
+    assert code == 0 and not err
+    return json.loads(out)
+
+
+def test_bound_t1_rows_at_extremes_and_on_the_boundary(capsys):
+    """The audit's command lines: a subnormal delta gives a finite, vacuous right side; an
+    overflowing R an infinite one, reported vacuous; delta = 0.5 an impossible union-bound
+    confidence, reported as 0 with its row failing; a right side of exactly 2 is vacuous in
+    the CLI's rows as in the verdicts (bounds.lcfl.is_vacuous)."""
+    holds = lambda result: [row["holds"] for row in result["assumptions"]]  # noqa: E731
+    tiny = _t1_json(capsys, delta="1e-320")
+    assert 2 < tiny["value"] < 6 and holds(tiny) == [False, False, True]
+    huge = _t1_json(capsys, rademacher_i="1e308")
+    assert huge["derived"]["rhs_r_coefficient_2"] == math.inf and holds(huge) == [False, False, True]
+    half = _t1_json(capsys, delta="0.5")
+    assert (half["derived"]["failure_union_bound"], half["derived"]["confidence_union_bound"]) == (1.0, 0.0)
+    assert holds(half) == [True, True, False]
+    terms = _t1_json(capsys, rademacher_i="0", rademacher_j="0")["terms"]
+    r_i = 2.0 - (terms["hoeffding_i"] + terms["hoeffding_j"])
+    boundary = _t1_json(capsys, rademacher_i=repr(r_i), rademacher_j="0")
+    assert boundary["value"] == 2.0 and holds(boundary)[0] is False
+    assert bool(bounds.is_vacuous(boundary["value"]))
 
 
 @pytest.mark.parametrize("flag, value", [("--delta", "1.5"), ("--delta", "0"), ("--m-i", "0"), ("--m-j", "-3"),

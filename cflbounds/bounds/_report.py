@@ -7,6 +7,8 @@ import numpy as np
 
 __all__ = ["Inequality", "BoundResult"]
 
+_STRICT = {"<=": np.less, ">=": np.greater, "<": np.less, ">": np.greater}
+
 
 def _number(value):
     array = np.asarray(value, dtype=float)
@@ -17,27 +19,46 @@ def _number(value):
 class Inequality:
     """One inequality of an assumption, with both sides evaluated: ``lhs <relation> rhs``.
 
-    ``slack`` is positive when it holds (``rhs - lhs`` for ``<=``, ``lhs - rhs`` for
-    ``>=``); ``ratio`` is ``lhs / rhs``. For the papers' ``x >~ y`` ("there is a large
+    ``slack`` is positive when it holds (``rhs - lhs`` for ``<=`` and ``<``, ``lhs - rhs``
+    for ``>=`` and ``>``); ``ratio`` is ``lhs / rhs``. For the papers' ``x >~ y`` ("there is a large
     enough constant"), ``rhs`` already includes the constant named in ``constant``.
+    Strict relations (``<``, ``>``) exclude the boundary: e.g. a bound equal to a trivial
+    one is not informative.
     """
 
     name: str
     lhs: float
     rhs: float
-    relation: str  # "<=" or ">="
+    relation: str  # "<=", ">=", "<" or ">"
     source: str
     constant: float | None = None
 
+    def __post_init__(self):
+        if self.relation not in _STRICT:
+            raise ValueError(f"Inequality {self.name!r}: relation must be one of {sorted(_STRICT)}; got "
+                             f"{self.relation!r}.")
+
     @property
     def slack(self):
-        return np.subtract(self.rhs, self.lhs) if self.relation == "<=" else np.subtract(self.lhs, self.rhs)
+        return (np.subtract(self.rhs, self.lhs) if self.relation in ("<=", "<")
+                else np.subtract(self.lhs, self.rhs))
 
     @property
     def holds(self):
-        """Holds up to floating-point rounding of the two sides (relative 1e-12)."""
-        scale = np.maximum(np.abs(self.lhs), np.abs(self.rhs))
-        return np.asarray(self.slack) >= -1e-12 * scale
+        """``<=`` and ``>=`` hold up to floating-point rounding of the two sides (relative
+        1e-12) when both sides are finite. A strict relation is decided exactly (no leeway
+        crosses its boundary). With an infinite side the decision is exact and strict: an
+        overflowed side is only known to exceed every float, so ``inf <= 2`` fails and
+        ``inf <= inf`` is not certified; NaN never holds."""
+        lhs, rhs = np.asarray(self.lhs, dtype=float), np.asarray(self.rhs, dtype=float)
+        strict = _STRICT[self.relation](lhs, rhs)
+        if self.relation in ("<", ">"):
+            return strict
+        finite = np.isfinite(lhs) & np.isfinite(rhs)
+        scale = np.where(finite, np.maximum(np.abs(lhs), np.abs(rhs)), 0.0)
+        with np.errstate(invalid="ignore", over="ignore"):
+            rounded = np.asarray(self.slack) >= -1e-12 * scale
+        return np.where(finite, rounded, strict)
 
     @property
     def ratio(self):

@@ -18,6 +18,8 @@ from ._report import BoundResult, Inequality
 __all__ = [
     "DISCREPANCY_RANGE",
     "hoeffding_term",
+    "range_condition",
+    "is_vacuous",
     "linear_rademacher_bound",
     "theorem1",
     "discrepancy_bound",
@@ -29,8 +31,22 @@ DISCREPANCY_RANGE = 2.0  # d and d-hat are sums of two loss differences in [0, 1
 
 
 def hoeffding_term(delta, m):
-    """``sqrt(log(2/delta) / (2m))``: Hoeffding's deviation at level delta (eq. 14)."""
-    return np.sqrt(np.log(2.0 / np.asarray(delta, dtype=float)) / (2.0 * np.asarray(m, dtype=float)))
+    """``sqrt(log(2/delta) / (2m))``: Hoeffding's deviation at level delta (eq. 14);
+    ``log 2 - log delta`` so that a subnormal delta does not overflow ``2/delta``."""
+    log_ratio = np.log(2.0) - np.log(np.asarray(delta, dtype=float))
+    return np.sqrt(log_ratio / (2.0 * np.asarray(m, dtype=float)))
+
+
+def range_condition(right_side, reading: str) -> Inequality:
+    """Thm 1 says something only if its right side is below the range of ``|d - d-hat|``
+    (2, Assumption 1): ``right side < 2``, strict (a right side of exactly 2 is vacuous)."""
+    return Inequality(f"right side ({reading}) < 2, the range of |d - d-hat| (else vacuous)", right_side,
+                      DISCREPANCY_RANGE, "<", "LCFL Thm 1 with Assumption 1 (losses in [0, 1])")
+
+
+def is_vacuous(right_side):
+    """``right side >= 2`` (or NaN): the one definition of a vacuous Thm 1, :func:`range_condition` failing."""
+    return ~np.asarray(range_condition(right_side, "").holds)
 
 
 @bound_params({"m": COUNT, "lipschitz": NONNEGATIVE, "weight_norm": NONNEGATIVE, "input_norm": NONNEGATIVE})
@@ -53,8 +69,10 @@ def theorem1(delta, m_i, m_j, rademacher_i, rademacher_j) -> BoundResult:
     standard two-sided uniform deviation bound (Mohri et al. Thm 3.3 applied both ways)
     has coefficient 2 (``derived["rhs_r_coefficient_2"]``). The proof multiplies the
     probabilities of four dependent events ((1 - delta)^4); a union bound gives 1 - 4 delta
-    (``derived["confidence_union_bound"]``). ``rademacher_i/j`` are R_{m_i}, R_{m_j} of
-    the loss class (e.g. ``linear_rademacher_bound``).
+    (``derived["confidence_union_bound"]``), a probability only for delta < 1/4: beyond it
+    the failure is reported as 1, the confidence as 0, and the assumption row
+    ``4 delta < 1`` fails (the union-bound reading is vacuous). ``rademacher_i/j`` are
+    R_{m_i}, R_{m_j} of the loss class (e.g. ``linear_rademacher_bound``).
     """
     terms = {
         "hoeffding_i": 2.0 * hoeffding_term(delta, m_i),
@@ -64,19 +82,19 @@ def theorem1(delta, m_i, m_j, rademacher_i, rademacher_j) -> BoundResult:
     }
     printed = sum(terms.values())
     standard = printed + rademacher_i + rademacher_j
+    union_failure = min(1.0, 4.0 * delta)
     derived = {
         "rhs_r_coefficient_1": printed,
         "rhs_r_coefficient_2": standard,
         "confidence_printed": (1.0 - delta) ** 4,
-        "confidence_union_bound": 1.0 - 4.0 * delta,
-        "failure_printed": 1.0 - (1.0 - delta) ** 4,
-        "failure_union_bound": 4.0 * delta,
+        "confidence_union_bound": 1.0 - union_failure,
+        "failure_printed": -np.expm1(4.0 * np.log1p(-delta)),  # 1 - (1 - delta)^4 without cancellation
+        "failure_union_bound": union_failure,
         "range_of_d": DISCREPANCY_RANGE,
     }
-    assumptions = tuple(
-        Inequality(f"right side (R coefficient {c}) < 2, the range of |d - d-hat| (else vacuous)", rhs,
-                   DISCREPANCY_RANGE, "<=", "LCFL Thm 1 with Assumption 1 (losses in [0, 1])")
-        for c, rhs in ((1, printed), (2, standard)))
+    assumptions = (range_condition(printed, "R coefficient 1"), range_condition(standard, "R coefficient 2"),
+                   Inequality("4 delta < 1: the union bound's confidence 1 - 4 delta is positive (else vacuous, 0)",
+                              4.0 * delta, 1.0, "<", "union bound over the four events of Thm 1's proof"))
     return BoundResult("LCFL.T1", printed, terms, derived, assumptions, theorem1.__doc__)
 
 

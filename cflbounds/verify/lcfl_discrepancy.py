@@ -22,6 +22,7 @@ from ..bounds import lcfl as bounds
 from ..synthetic.bounded_linear import make_bounded_linear_clusters
 from ..synthetic.seeding import spawn_seeds, stream
 from .context import VerifyContext
+from .orderings import bonferroni_confidence
 from .rademacher import rademacher_linear
 from .stats import clopper_pearson
 from .verdict import Verdict
@@ -37,7 +38,8 @@ SCALES = {
     "paper": {"sizes": ((10, 10), (50, 50), (200, 300), (1000, 1000)), "trials": 40000,
               "deltas": (0.001, 0.01, 0.05, 0.1), "rademacher_draws": 200000, "disc_starts": 256},
 }
-R_OPTIONS = ("monte-carlo", "closed-form", "zero")
+# R_m of the loss class, each an upper bound by Talagrand's contraction (L x the linear class's R_m), or 0
+R_OPTIONS = ("contraction-monte-carlo", "contraction-closed-form", "zero")
 PAIRS = {"same cluster": 1, "different clusters": 2}  # partner of client 0
 _CHUNK = 1000
 
@@ -81,12 +83,16 @@ def _rows(ctx, sizes, trials):
 
 
 def _rademacher(ctx, problem, m, draws):
-    """R_m of the loss class three ways: L x Monte Carlo R_m(H) (exact sup), L x the closed
-    form B_w B_x / sqrt(m), and 0 (the Hoeffding part alone)."""
+    """The values used for R_m(G) of the loss class G = {l(<w, x>, y)}, three ways:
+    ``contraction-monte-carlo``, L times a Monte Carlo estimate of the LINEAR class's
+    Rademacher complexity R_m(H) (exact sup; :func:`.rademacher.rademacher_linear`), an
+    upper bound on R_m(G) by Talagrand's contraction R_m(G) <= L R_m(H), not an estimate of
+    R_m(G); ``contraction-closed-form``, L B_w B_x / sqrt(m) (the same contraction times
+    the closed-form bound on R_m(H)); and ``zero`` (the Hoeffding part alone)."""
     L = _model().lipschitz
     estimate = rademacher_linear(problem.atoms, m, PROBLEM["weight_norm"], draws, stream(ctx.seed, 41, m))
     closed = bounds.linear_rademacher_bound(m, L, PROBLEM["weight_norm"], problem.input_norm)
-    return {"monte-carlo": L * estimate.mean, "closed-form": closed, "zero": 0.0,
+    return {"contraction-monte-carlo": L * estimate.mean, "contraction-closed-form": closed, "zero": 0.0,
             "linear_class_mc": estimate.mean, "linear_class_mc_se": estimate.standard_error,
             "linear_class_jensen": PROBLEM["weight_norm"] * np.sqrt(problem.second_moment / m)}
 
@@ -107,23 +113,32 @@ def discrepancy_experiment(ctx: VerifyContext):
 
 
 # -- T1 -----------------------------------------------------------------------------------
-def judge_exceedance(deviation, right_side, level, confidence=CONFIDENCE):
-    """``|d - d-hat| > right side`` happens with probability at most ``level``? Returns
-    (outcome, exceedances, trials, CP low, CP high): ``holds`` if the Clopper-Pearson
-    upper end is below ``level``, ``violated`` if the lower end is above, else ``inconclusive``."""
+def judge_exceedance(deviation, right_side, level, confidence=CONFIDENCE, comparisons=1) -> dict:
+    """Does ``|d - d-hat| > right side`` happen with probability at most ``level``, judged as
+    one of ``comparisons`` configurations of a verdict? Clopper-Pearson intervals of the
+    exceedance rate: ``holds`` if the upper end at ``confidence`` is below ``level`` (a
+    verdict needing every configuration to hold is an intersection-union test, so no
+    correction), ``violated`` if the lower end at the Bonferroni level
+    (:func:`.orderings.bonferroni_confidence`) is above it (any one configuration makes the
+    verdict ``violated``), else ``inconclusive``. Returns the table columns of the judgment."""
     deviation = np.asarray(deviation, dtype=float)
     exceed = int(np.sum(deviation > right_side))
     low, high = clopper_pearson(exceed, deviation.size, confidence)
-    outcome = "holds" if high < level else "violated" if low > level else "inconclusive"
-    return outcome, exceed, deviation.size, float(low), float(high)
+    family_low, _ = clopper_pearson(exceed, deviation.size, bonferroni_confidence(confidence, comparisons))
+    outcome = "holds" if high < level else "violated" if family_low > level else "inconclusive"
+    return {"outcome": outcome, "exceedances": exceed, "trials": deviation.size, "rate_low": float(low),
+            "rate_high": float(high), "family_rate_low": float(family_low), "comparisons": comparisons}
 
 
 def t1_judgments(table, rademacher, deltas, scale=1.0) -> pd.DataFrame:
-    """One row per (sizes, pair, delta, R option, R coefficient): the right side, the
-    exceedances, the claimed failure levels (printed and union bound) and the looseness.
+    """One row per (sizes, pair, delta, R option, R coefficient, confidence reading): the
+    right side, the exceedances judged against the claimed failure level (printed or union
+    bound) as one of the reading's (sizes, pair, delta) configurations, and the looseness.
     ``scale`` multiplies every right side (a planted wrong constant, for tests)."""
     rows = []
-    for (m_i, m_j, pair), group in table.groupby(["m_i", "m_j", "pair"], sort=False):
+    groups = table.groupby(["m_i", "m_j", "pair"], sort=False)
+    configurations = groups.ngroups * len(deltas)
+    for (m_i, m_j, pair), group in groups:
         deviation = group["deviation"].to_numpy()
         for delta in deltas:
             for option in R_OPTIONS:
@@ -132,22 +147,23 @@ def t1_judgments(table, rademacher, deltas, scale=1.0) -> pd.DataFrame:
                     rhs = scale * result.derived[f"rhs_r_coefficient_{coefficient}"]
                     for reading, level in (("printed", result.derived["failure_printed"]),
                                            ("union", result.derived["failure_union_bound"])):
-                        outcome, exceed, trials, low, high = judge_exceedance(deviation, rhs, level)
                         rows.append({
                             "m_i": int(m_i), "m_j": int(m_j), "pair": pair, "delta": delta, "rademacher": option,
                             "r_coefficient": coefficient, "confidence_reading": reading, "right_side": rhs,
-                            "failure_level": level, "exceedances": exceed, "trials": trials, "rate_low": low,
-                            "rate_high": high, "outcome": outcome, "vacuous": rhs >= bounds.DISCREPANCY_RANGE,
-                            "quantile_over_rhs": float(np.quantile(deviation, 1 - min(level, 1.0))) / rhs,
+                            "failure_level": level,
+                            **judge_exceedance(deviation, rhs, level, comparisons=configurations),
+                            "vacuous": bool(bounds.is_vacuous(rhs)),
+                            "quantile_over_rhs": float(np.quantile(deviation, 1 - level)) / rhs,
                         })
     return pd.DataFrame(rows)
 
 
-def t1_verdict(judgments: pd.DataFrame, rademacher: str = "monte-carlo", r_coefficient: int = 1,
+def t1_verdict(judgments: pd.DataFrame, rademacher: str = "contraction-monte-carlo", r_coefficient: int = 1,
                reading: str = "printed") -> str:
     """One reading of Thm 1 (default: the printed one, R coefficient 1 with failure
-    1 - (1-delta)^4, R by Monte Carlo): ``violated`` if any configuration is, ``vacuous``
-    if every one is, ``holds`` if every non-vacuous one holds, else ``inconclusive``."""
+    1 - (1-delta)^4, R = L x Monte Carlo R_m(H)): ``violated`` if any configuration is (at
+    the Bonferroni level, :func:`judge_exceedance`), ``vacuous`` if every one is,
+    ``holds`` if every non-vacuous one holds, else ``inconclusive``."""
     printed = judgments[(judgments["rademacher"] == rademacher) & (judgments["r_coefficient"] == r_coefficient)
                         & (judgments["confidence_reading"] == reading)]
     if (printed["outcome"] == "violated").any():
@@ -167,8 +183,11 @@ def check_t1(ctx: VerifyContext) -> Verdict:
     verdict = t1_verdict(judgments)
     readings = {f"R coefficient {c}, failure {'1 - (1-delta)^4' if r == 'printed' else '4 delta'}, {option} R":
                 t1_verdict(judgments, option, c, r) for c in (1, 2) for r in ("printed", "union") for option in R_OPTIONS}
-    key = judgments[(judgments["rademacher"] == "monte-carlo") & (judgments["delta"] == 0.05)]
-    evidence = {"trials_per_configuration": cfg["trials"], "configurations": len(cfg["sizes"]),
+    key = judgments[(judgments["rademacher"] == "contraction-monte-carlo") & (judgments["delta"] == 0.05)]
+    comparisons = int(judgments["comparisons"].iloc[0])
+    evidence = {"trials_per_configuration": cfg["trials"], "sample_size_configurations": len(cfg["sizes"]),
+                "configurations_per_reading": comparisons,
+                "violation_confidence_bonferroni": bonferroni_confidence(CONFIDENCE, comparisons),
                 "lipschitz": _model().lipschitz, "weight_norm": PROBLEM["weight_norm"],
                 "input_norm": problem.input_norm, "total_variation": float(problem.total_variation()[0, 1])}
     for (m_i, m_j), group in key.groupby(["m_i", "m_j"], sort=False):
@@ -187,14 +206,18 @@ def check_t1(ctx: VerifyContext) -> Verdict:
             f"{tag}_deviation_max": float(table[(table["m_i"] == m_i) & (table["m_j"] == m_j)]["deviation"].max()),
         })
     for m, values in rademacher.items():
-        evidence.update({f"R_{m}_monte_carlo": values["monte-carlo"], f"R_{m}_closed_form": values["closed-form"],
-                         f"R_{m}_linear_class_mc_se": values["linear_class_mc_se"]})
+        evidence.update({f"R_{m}_contraction_monte_carlo": values["contraction-monte-carlo"],
+                         f"R_{m}_contraction_closed_form": values["contraction-closed-form"],
+                         f"R_{m}_linear_class_monte_carlo": values["linear_class_mc"],
+                         f"R_{m}_linear_class_mc_se": values["linear_class_mc_se"],
+                         f"R_{m}_linear_class_jensen_bound": values["linear_class_jensen"]})
     zero_r = judgments[(judgments["rademacher"] == "zero") & (judgments["r_coefficient"] == 1)
                        & (judgments["confidence_reading"] == "printed")]
     evidence["exceedances_without_rademacher_terms"] = int(zero_r["exceedances"].sum())
     vacuous = sorted({(int(r.m_i), int(r.m_j)) for r in key.itertuples() if r.vacuous and r.r_coefficient == 1})
     summary = (
-        f"{verdict}: |d - d-hat| exceeded the printed right side (R coefficient 1, Monte Carlo R) in "
+        f"{verdict}: |d - d-hat| exceeded the printed right side (R coefficient 1, R = L x Monte Carlo R_m of the "
+        f"linear class, an upper bound on the loss class's by contraction) in "
         + ", ".join(f"{evidence[f'm{a}_{b}_exceedances_printed']}/{2 * cfg['trials']} at (m_i, m_j) = ({a}, {b}) "
                     f"[rhs {evidence[f'm{a}_{b}_rhs_printed']:.3f}, CP upper {evidence[f'm{a}_{b}_rate_high_printed']:.4f}"
                     f" vs claimed failure {evidence[f'm{a}_{b}_failure_printed']:.3f}, quantile/rhs "
@@ -202,7 +225,8 @@ def check_t1(ctx: VerifyContext) -> Verdict:
                     for a, b in key.groupby(["m_i", "m_j"], sort=False).groups)
         + f" (delta = 0.05, same- and cross-cluster pairs); vacuous (rhs >= 2) at {vacuous or 'none'}; "
         f"with R = 0 (Hoeffding terms only) {evidence['exceedances_without_rademacher_terms']} exceedances over all "
-        f"deltas {list(cfg['deltas'])}"
+        f"deltas {list(cfg['deltas'])}; 'violated' needs one of the {comparisons} configurations (sizes x pairs x "
+        f"deltas) above its level at the Bonferroni confidence {evidence['violation_confidence_bonferroni']:.4f}"
     )
     summary += "; every reading: " + ", ".join(f"{name}: {outcome}" for name, outcome in readings.items()
                                                if "monte-carlo" in name)
@@ -221,8 +245,14 @@ def check_t1(ctx: VerifyContext) -> Verdict:
                        "problem": f"uniform on {PROBLEM['atoms']} atoms in the unit ball of R^{PROBLEM['d']}, two "
                                   f"clusters (halfspace labels, {PROBLEM['label_noise']:.0%} flipped), sigmoid loss, "
                                   f"||w|| <= {PROBLEM['weight_norm']}; population losses exact (finite support)",
-                       "rademacher": "R_m(G) <= L R_m(H) (Talagrand); R_m(H) by Monte Carlo with the exact sup "
-                                     "(B_w/m)||sum sigma_i x_i||, and the closed form L B_w B_x / sqrt(m)",
+                       "rademacher": "R_m(G) <= L R_m(H) (Talagrand's contraction), so both R options are upper "
+                                     "bounds on the loss class's R_m(G): L x a Monte Carlo estimate of R_m(H) with "
+                                     "the exact sup (B_w/m)||sum sigma_i x_i|| ('contraction-monte-carlo'), and "
+                                     "L x the closed form B_w B_x / sqrt(m) ('contraction-closed-form')",
+                       "multiplicity": f"each reading is judged over {comparisons} configurations: 'holds' needs every "
+                                       f"non-vacuous one's {CONFIDENCE:.0%} Clopper-Pearson upper end below its failure "
+                                       "level (intersection-union test), 'violated' one whose lower end at the "
+                                       "Bonferroni-corrected confidence is above it",
                        "readings": "verdict from the printed reading (R coefficient 1, failure 1 - (1-delta)^4); "
                                    "every reading's outcome: " + "; ".join(f"{k}: {v}" for k, v in readings.items())
                                    + " (all rows in the table lcfl_t1_judgments)",

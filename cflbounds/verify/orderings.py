@@ -26,7 +26,13 @@ import numpy as np
 
 from .stats import paired_difference
 
-__all__ = ["OrderingJudgment", "judge_ordering", "orderings_verdict"]
+__all__ = ["OrderingJudgment", "bonferroni_confidence", "judge_ordering", "orderings_verdict"]
+
+
+def bonferroni_confidence(confidence: float, comparisons: int) -> float:
+    """``1 - (1 - confidence) / comparisons``: each of ``comparisons`` tests at this level
+    keeps the chance of any false rejection at most ``1 - confidence``."""
+    return 1.0 - (1.0 - confidence) / comparisons
 
 
 @dataclass(frozen=True)
@@ -58,7 +64,7 @@ def judge_ordering(name: str, a, b, *, relation: str = ">=", tolerance: float = 
     ``comparisons`` orderings judged together (module docstring)."""
     a, b = np.asarray(a, float), np.asarray(b, float)
     interval = paired_difference(a, b, confidence)
-    family = paired_difference(a, b, 1.0 - (1.0 - confidence) / comparisons)
+    family = paired_difference(a, b, bonferroni_confidence(confidence, comparisons))
     if interval.low > 0:
         status = "supported"
     elif family.high < 0:
