@@ -1,6 +1,15 @@
 """Shared test settings."""
+import os
+
 import pytest
 import torch
+from hypothesis import settings
+
+# The default run is deterministic (CI must not fail on an example it happened to draw this
+# time); HYPOTHESIS_PROFILE=explore searches fresh examples, many more of them.
+settings.register_profile("deterministic", derandomize=True, database=None, deadline=None)
+settings.register_profile("explore", derandomize=False, deadline=None, max_examples=1000)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 
 
 @pytest.fixture(scope="session", autouse=True)
