@@ -180,6 +180,18 @@ def test_theorem2_by_hand():
     assert bounds.theorem2(**STRONGLY_CONVEX, gradient_variance=4.0, c=3.0).value == pytest.approx(3 * eps)
 
 
+
+def test_theorem2_where_m_n_prime_overflows_a_float():
+    """m n' = 1e310 is not a float, but log(m n') and sqrt(m n') are: the terms and the A6 row
+    p >~ log(m n')/m stay exact instead of becoming inf/inf = NaN or an infinite right side."""
+    huge = {**STRONGLY_CONVEX, "n_prime": 1e308}
+    result = bounds.theorem2(**huge, gradient_variance=4.0, delta=0.1, c=1.0)
+    log_mn = math.log(huge["m"]) + math.log(1e308)
+    assert result.terms["gradient_noise"] == pytest.approx(
+        2 * 2 * 2 * log_mn / (0.5**2.5 * 2**2 * 0.1 * math.sqrt(huge["m"]) * 1e154), rel=1e-12)
+    row = next(a for a in result.assumptions if a.name.startswith("p >~ log(m n')"))
+    assert row.rhs == pytest.approx(log_mn / huge["m"], rel=1e-12)
+
 # -- monotonicity -------------------------------------------------------------------------------
 POINT = st.fixed_dictionaries({
     "sigma": st.floats(1e-3, 2.0), "p": st.floats(0.05, 1.0), "d": st.integers(1, 2000),

@@ -157,7 +157,7 @@ def assumption6(*, init_distance, p, m, k, n_prime, separation, strong_convexity
         ("||theta_j^(0) - theta*_j|| <= (1/4) sqrt(lambda/L) Delta", init_distance,
          0.25 * np.sqrt(lam / L) * separation, "<="),
         ("n' >~ k eta^2 / (lambda^2 Delta^4)", n_prime, C * k * loss_variance / (lam**2 * separation**4), ">="),
-        ("p >~ log(m n') / m", p, C * np.log(m * n_prime) / m, ">="),
+        ("p >~ log(m n') / m", p, C * (np.log(m) + np.log(n_prime)) / m, ">="),
         ("Delta >= O~(max{n'^(-1/5), m^(-1/6) n'^(-1/3)})", separation,
          C * max(n_prime ** (-1 / 5), m ** (-1 / 6) * n_prime ** (-1 / 3)), ">="),
     ]
@@ -187,9 +187,9 @@ def theorem2(*, p, m, k, n_prime, separation, strong_convexity, smoothness, loss
     + 1/n' + 1/(n' sqrt(m)))``.
     """
     lam, L, v = strong_convexity, smoothness, np.sqrt(gradient_variance)
-    log_mn = np.log(m * n_prime)
+    log_mn, sqrt_mn = np.log(m) + np.log(n_prime), np.sqrt(m) * np.sqrt(n_prime)  # m n' itself may overflow
     terms = {
-        "gradient_noise": c * v * k * L * log_mn / (p**2.5 * lam**2 * delta * np.sqrt(m * n_prime)),
+        "gradient_noise": c * v * k * L * log_mn / (p**2.5 * lam**2 * delta * sqrt_mn),
         "misclustering": c * loss_variance * L**2 * k * log_mn / (p**2 * lam**4 * delta * separation**4 * n_prime),
         "remainder": c / (n_prime * np.sqrt(m)),
     }
@@ -199,7 +199,7 @@ def theorem2(*, p, m, k, n_prime, separation, strong_convexity, smoothness, loss
         "iterations": max(0.0, 8 * L / (p * lam) * np.log(separation / (2 * error))),
         "vacuous": float(error >= separation / 2),
         "contraction_factor": theorem2_contraction(p, lam, L),
-        "floor_shape": 1 / np.sqrt(m * n_prime) + 1 / n_prime + 1 / (n_prime * np.sqrt(m)),
+        "floor_shape": 1 / sqrt_mn + 1 / n_prime + 1 / (n_prime * np.sqrt(m)),
     }
     assumptions = assumption6(init_distance=init_distance, p=p, m=m, k=k, n_prime=n_prime, separation=separation,
                               strong_convexity=lam, smoothness=L, loss_variance=loss_variance,
