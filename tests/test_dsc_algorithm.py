@@ -1,17 +1,20 @@
 """DSC's wireless setting, two-stage grouping and hierarchical training."""
 import math
+import warnings
 
 import numpy as np
 import pytest
 import torch
+from sklearn.cluster import AffinityPropagation
 
 from cflbounds._validation import InvalidParameterError
 from cflbounds.algorithms.dsc import Hierarchy, angle_weights, dissimilarity_ratios, hierarchical_descent, hierarchy
 from cflbounds.algorithms.affinity_propagation import affinity_propagation
-from cflbounds.algorithms.dsc_grouping import Grouping, data_similarity, dsc_grouping, information_matrix
+from cflbounds.algorithms.dsc_grouping import (Grouping, _resolve, channel_similarity, data_similarity, dsc_grouping,
+                                               information_matrix, tie_seed)
 from cflbounds.synthetic import label_mixture, make_quadratic_federation
-from cflbounds.synthetic.wireless import PAPER_CHANNEL, make_wireless_layout, upload_noise_variance
-from cflbounds.verify.dsc_experiment import draw_label_counts
+from cflbounds.synthetic.wireless import PAPER_CHANNEL, layout_from_positions, make_wireless_layout, upload_noise_variance
+from cflbounds.verify.dsc_experiment import EXPERIMENT, build_instances, draw_label_counts
 from cflbounds.verify.testing import invalid_values
 
 
@@ -41,13 +44,134 @@ def test_upload_noise_is_calibrated_at_the_reference_distance():
 
 # -- grouping -------------------------------------------------------------------------------------
 def test_information_matrix_by_hand():
+    """eq. (11) as printed, leading minus included: Xi(k,iota) = -(C_k^iota/D) log(D C_k^iota / (D_k C^iota))."""
     counts = np.array([[2.0, 0.0], [1.0, 1.0]])  # D = 4, D_k = (2, 2), C^iota = (3, 1)
-    expected = np.array([[2 / 4 * np.log(4 * 2 / (2 * 3)), 0.0],
-                         [1 / 4 * np.log(4 * 1 / (2 * 3)), 1 / 4 * np.log(4 * 1 / (2 * 1))]])
-    np.testing.assert_allclose(information_matrix(counts), expected)
+    expected = -np.array([[2 / 4 * np.log(4 * 2 / (2 * 3)), 0.0],
+                          [1 / 4 * np.log(4 * 1 / (2 * 3)), 1 / 4 * np.log(4 * 1 / (2 * 1))]])
+    xi = information_matrix(counts)
+    np.testing.assert_allclose(xi, expected)
+    assert xi[0, 0] < 0 < xi[1, 0]  # the sign: log(4/3) > 0 > log(2/3)
     similarity = data_similarity(counts)
     np.testing.assert_allclose(similarity[0, 1], (((expected[0] - expected[1]) ** 2).sum()) ** 2)
     assert similarity[0, 0] == 0 and similarity[0, 1] > 0  # eq. (12) is positive by design
+
+
+def _snr(distance, to_bs):
+    """gamma of Sec. IV-A written out: p G_tx G_rx (c / (4 pi f_c d))^P / sigma^2."""
+    gain = 10 ** 0.5 if to_bs else 1.0
+    return 0.1 * gain * (299_792_458.0 / (4 * math.pi * 915e6 * distance)) ** 3.76 / 0.001
+
+
+def test_channel_similarities_by_hand():
+    """Stage 1's similarity: eq. (7) -gamma_ij^2 (squared) and the SNR gap -(gamma_i^dB - gamma_j^dB)^2."""
+    positions = np.array([[10.0, 0.0], [0.0, 20.0], [-30.0, 5.0]])
+    layout = layout_from_positions(positions)
+    eq7, gap = channel_similarity(layout)[0], channel_similarity(layout, "snr-gap")[0]
+    to_bs = [_snr(np.linalg.norm(p), True) for p in positions]
+    for i in range(3):
+        for j in range(3):
+            if i != j:
+                between = _snr(np.linalg.norm(positions[i] - positions[j]), False)
+                assert eq7[i, j] == pytest.approx(-between**2, rel=1e-12)
+                assert gap[i, j] == pytest.approx(-(10 * np.log10(to_bs[i] / to_bs[j])) ** 2, rel=1e-12)
+
+
+def _two_rings(seed=0):
+    """Four clients 3-4 m from the BS and four 40-45 m away (two SNR levels 37 dB apart),
+    two-label clients with distinct counts."""
+    angles = np.linspace(0, 2 * np.pi, 4, endpoint=False)
+    positions = np.r_[np.c_[3 * np.cos(angles), 4 * np.sin(angles)],
+                      np.c_[40 * np.cos(angles + 0.3), 45 * np.sin(angles + 0.3)]]
+    counts = np.zeros((8, 4))
+    for k in range(8):
+        counts[k, [0, 1] if k % 2 == 0 else [2, 3]] = [300, 300 + 50 * k]
+    return layout_from_positions(positions, seed=seed), counts
+
+
+@pytest.mark.parametrize("decision", ["standard", "paper"])
+def test_two_stages_on_a_hand_built_layout(decision):
+    """Stage 1 on the SNR gap separates the rings; stage 2 refines each ring: a data preference
+    above every eq. (12) similarity makes every client a leader (8 groups), one below every
+    similarity keeps each ring whole (2 groups), as does skipping stage 2."""
+    layout, counts = _two_rings()
+    options = dict(channel_similarity_kind="snr-gap", decision=decision)
+    rings = [0, 0, 0, 0, 1, 1, 1, 1]
+    scale = data_similarity(counts).max()
+    split = dsc_grouping(layout, counts, data_preference=10 * scale, **options)
+    whole = dsc_grouping(layout, counts, data_preference=-10 * scale, **options)
+    channel = dsc_grouping(layout, counts, stages="channel", **options)
+    for grouping in (split, whole, channel):
+        assert grouping.primary[0].tolist() == rings and grouping.converged[0]
+    assert split.group[0].tolist() == list(range(8))
+    assert whole.group[0].tolist() == rings == channel.group[0].tolist()
+
+
+def test_left_over_clients_join_the_nearest_leader_by_hand():
+    """Leaders 0 (x = 0) and 1 (x = 10): client 2 (x = 3) joins 0, clients 3 (x = 8) and 4
+    (x = 100) join 1; with no leader at all the fallback leads everyone."""
+    positions = np.array([[0.0, 0.0], [10.0, 0.0], [3.0, 0.0], [8.0, 0.0], [100.0, 1.0]])
+    leader, left = _resolve(positions, np.array([0, 1, -1, -1, -1]), fallback=4)
+    assert leader.tolist() == [0, 1, 0, 1, 1] and left.tolist() == [False, False, True, True, True]
+    leader, left = _resolve(positions, np.full(5, -1), fallback=4)
+    assert leader.tolist() == [4] * 5 and left.all()
+
+
+def test_stage_two_left_overs_join_the_nearest_leader_of_their_own_primary_group():
+    """With the paper's decision rule some clients are left over by stage 2; each joins the
+    leader nearest to it among the secondary leaders of its own primary group (plain loops)."""
+    layout = make_wireless_layout(30, batch_size=12, seed=2)
+    counts = draw_label_counts(np.random.default_rng(0), 30, 10)
+    grouping = dsc_grouping(layout, counts, decision="paper")
+    assert grouping.leftover_data.sum() > 0
+    for b in range(12):
+        leaders = grouping.client_leader[b]
+        for k in np.flatnonzero(grouping.leftover_data[b]):
+            own = [c for c in set(leaders) if grouping.primary[b][c] == grouping.primary[b][k] and leaders[c] == c]
+            distance = {c: np.linalg.norm(layout.positions[b, k] - layout.positions[b, c]) for c in own}
+            assert leaders[k] == min(distance, key=distance.get)
+
+
+def _sklearn_two_stages(layout, counts, b):
+    """DSC's grouping of problem b written with scikit-learn's AP (seeded as DSC's stages):
+    stage 1 on eq. (7), stage 2 on eq. (12) inside each primary group; each client's leader."""
+    def run(S, seed):
+        preference = np.median(S[~np.eye(len(S), dtype=bool)]) if len(S) > 1 else 0.0
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = AffinityPropagation(affinity="precomputed", preference=preference, random_state=seed).fit(S)
+        return np.asarray(model.cluster_centers_indices_)[model.labels_]
+
+    primary_leader = run(channel_similarity(layout)[b], tie_seed(layout.seeds[b], 1))
+    leader = np.empty(layout.clients, int)
+    similarity = data_similarity(counts)
+    for g, primary in enumerate(np.unique(primary_leader)):
+        ix = np.flatnonzero(primary_leader == primary)
+        leader[ix] = ix[run(similarity[np.ix_(ix, ix)], tie_seed(layout.seeds[b], 2, g))]
+    return leader
+
+
+def test_two_stage_grouping_equals_sklearn_composed():
+    """Both stages against an independent composition of scikit-learn runs; on these layouts
+    stage 2 splits primary groups in most problems, so skipping it cannot pass."""
+    layout = make_wireless_layout(30, batch_size=6, seed=2)
+    counts = draw_label_counts(np.random.default_rng(0), 30, 10)
+    grouping = dsc_grouping(layout, counts)
+    assert grouping.converged.all() and (grouping.groups > grouping.primary.max(1) + 1).sum() >= 4
+    for b in range(6):
+        np.testing.assert_array_equal(grouping.client_leader[b], _sklearn_two_stages(layout, counts, b))
+
+
+def test_grouping_reports_convergence_and_left_overs_per_stage():
+    """The smoke 'small' instances: before tie-breaking stage 1 never converged and left all 3
+    clients over; now both stages converge with no left-over client. Without tie-breaking the
+    failure is reported, not hidden."""
+    config = EXPERIMENT["smoke"]["configs"][0]
+    layout, counts = build_instances(config, 0, 2, key=(0,)).layout, build_instances(config, 0, 2, key=(0,)).counts
+    grouping = dsc_grouping(layout, counts)
+    assert grouping.converged_channel.all() and grouping.converged_data.all()
+    assert not grouping.leftover_channel.any() and not grouping.leftover_data.any()
+    exact = dsc_grouping(layout, counts, tie_breaking=False)
+    assert not exact.converged_channel[0] and exact.leftover_channel[0].all() and not exact.converged[0]
 
 
 @pytest.mark.parametrize("options", [{}, {"stages": "data"}, {"stages": "channel"}, {"decision": "paper"},
@@ -60,9 +184,8 @@ def test_grouping_is_a_partition_with_leaders_inside_their_groups(options):
         leaders = grouping.leader[b][grouping.leader[b] >= 0]
         assert len(leaders) == grouping.groups[b] == grouping.group[b].max() + 1
         np.testing.assert_array_equal(grouping.group[b][leaders], np.arange(len(leaders)))
-        if options.get("stages") != "data":  # secondary groups never cross primary groups
-            for g in range(grouping.groups[b]):
-                assert len(set(grouping.primary[b][grouping.group[b] == g])) == 1 or grouping.leftover[b].any()
+        for g in range(grouping.groups[b]):  # secondary groups never cross primary groups
+            assert len(set(grouping.primary[b][grouping.group[b] == g])) == 1
 
 
 def test_grouping_of_a_batch_equals_each_problem_alone():
@@ -73,6 +196,7 @@ def test_grouping_of_a_batch_equals_each_problem_alone():
         alone = dsc_grouping(layout.subset([b]), counts)
         np.testing.assert_array_equal(alone.group[0], together.group[b])
         np.testing.assert_array_equal(alone.primary[0], together.primary[b])
+        assert alone.converged_data[0] == together.converged_data[b]
 
 
 # -- eq. (3) weights --------------------------------------------------------------------------------
@@ -103,6 +227,21 @@ def test_angle_weights_by_hand_and_sum_to_one_per_group():
     np.testing.assert_allclose(data, [0.25, 0.75, 1.0])
     alpha0 = angle_weights(gradients, tree, alpha=0.0)[0, :, 0].numpy()
     np.testing.assert_allclose(alpha0, data)  # f = 0 when alpha = 0
+
+
+@pytest.mark.parametrize("alpha", [0.5, 5.0])
+def test_fedadp_alpha_weights_by_hand(alpha):
+    """FedAdp's Gompertz weighting, alpha inside and outside: f(theta) = alpha (1 - exp(-exp(-alpha
+    (theta - 1)))), G_k = |D_k| e^{f(theta_k)} / sum_i |D_i| e^{f(theta_i)}; three clients in one group."""
+    gradients = torch.tensor([[[[1.0, 0.0]], [[0.0, 2.0]], [[-1.0, 0.5]]]], dtype=torch.float64)
+    sizes = np.array([100.0, 300.0, 200.0])
+    tree = _tree([[0, 0, 0]], sizes[None], 1)
+    reference = (sizes[:, None] * gradients[0, :, 0].numpy()).sum(0) / sizes.sum()
+    theta = np.array([np.arccos(reference @ g / (np.linalg.norm(reference) * np.linalg.norm(g)))
+                      for g in gradients[0, :, 0].numpy()])
+    score = sizes * np.exp(alpha * (1 - np.exp(-np.exp(-alpha * (theta - 1)))))
+    np.testing.assert_allclose(angle_weights(gradients, tree, alpha=alpha)[0, :, 0].numpy(), score / score.sum(),
+                               rtol=1e-12)
 
 
 def test_random_weights_sum_to_one_per_group():
@@ -240,6 +379,7 @@ def _valid_calls():
     grouping = dsc_grouping(layout, counts)
     return {
         make_wireless_layout: dict(clients=6, side=100.0, batch_size=2, seed=1),
+        layout_from_positions: dict(positions=layout.positions, side=100.0, seed=[1, 2]),
         upload_noise_variance: dict(snr=[1e-8, 1e-9], noise_scale=0.5, reference_distance=50.0),
         affinity_propagation: dict(similarity=np.random.default_rng(0).normal(size=(5, 5)), damping=0.5, max_iter=50,
                                    convergence_iter=5),
