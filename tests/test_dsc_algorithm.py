@@ -8,7 +8,8 @@ import torch
 from sklearn.cluster import AffinityPropagation
 
 from cflbounds._validation import InvalidParameterError
-from cflbounds.algorithms.dsc import Hierarchy, angle_weights, dissimilarity_ratios, hierarchical_descent, hierarchy
+from cflbounds.algorithms.dsc import (NOISE_READINGS, Hierarchy, angle_weights, dissimilarity_ratios, hierarchical_descent,
+                                      hierarchy)
 from cflbounds.algorithms.affinity_propagation import affinity_propagation
 from cflbounds.algorithms.dsc_grouping import (Grouping, _resolve, channel_similarity, data_similarity, dsc_grouping,
                                                information_matrix, tie_seed)
@@ -323,22 +324,41 @@ def test_fedavg_is_singleton_groups_with_data_weights():
     assert np.all(trace.weight_factor[..., 0] == pytest.approx(((sizes / sizes.sum()) ** 2).sum()))
 
 
-def test_noise_has_the_variance_of_eq5():
+@pytest.mark.parametrize("reading", NOISE_READINGS)
+def test_noise_has_the_variance_of_eq5(reading):
     """At a fixed point (zero gradients) one round moves w by lambda times the noise; its mean
-    squared norm is lambda^2 N with N = sum G_l^2 sigma_l^2 + sum G_l^2 G_k^2 sigma_k^2."""
+    squared norm is lambda^2 N with, per upload, N = sum_l G_l^2 (sigma_l^2 + sum_k G_k^2 sigma_k^2)
+    and, per receiver (eq. 5 as printed), N = max_l G_l^2 sigma_l^2 + sum_l G_l^2 max_k G_k^2 sigma_k^2."""
     problem, layout, grouping, sizes = _setup(batch=1, clients=8)
     tree = hierarchy(grouping, layout, sizes, noise_scale=0.3)
     zero = lambda w: torch.zeros(*w.shape[:2], problem.clients, w.shape[-1], dtype=w.dtype)
     steps = np.linspace(0.5, 1.5, 400)  # 400 independent noise draws (one per step size)
     trace = hierarchical_descent(zero, torch.zeros(1, 50, dtype=torch.float64), tree, step_sizes=steps,
-                                 iterations=1, seeds=[3], weighting="data")
+                                 iterations=1, seeds=[3], weighting="data", noise_reading=reading)
     moved = (trace.final[0].pow(2).sum(-1) / torch.as_tensor(steps) ** 2).numpy()
-    G_l = tree.group_weights[0].numpy()
+    G_l, sigma_l = tree.group_weights[0].numpy(), tree.group_noise[0].numpy()
     G_k = angle_weights(torch.ones(1, 8, 1, 1, dtype=torch.float64), tree, weighting="data")[0, :, 0].numpy()
-    G_l_of_k = G_l[grouping.group[0]]
-    exact = (G_l**2 * tree.group_noise[0].numpy()).sum() + (G_l_of_k**2 * G_k**2 * tree.client_noise[0].numpy()).sum()
+    sigma_k, group = tree.client_noise[0].numpy(), grouping.group[0]
+    intra = [(G_k[group == g] ** 2 * sigma_k[group == g]) for g in range(len(G_l))]
+    if reading == "per-upload":
+        exact = sum(G_l[g] ** 2 * (sigma_l[g] + intra[g].sum()) for g in range(len(G_l)))
+    else:
+        exact = max(G_l**2 * sigma_l) + sum(G_l[g] ** 2 * intra[g].max() for g in range(len(G_l)))
+    assert sigma_k.max() > 0 and len(G_l) > 1  # both levels carry noise
     # mean of 400 draws of a weighted chi-square: relative standard error <= sqrt(2/(400 * 50)) * 2 < 2%
     assert moved.mean() == pytest.approx(exact, rel=0.1)
+
+
+def test_readings_of_eq5_agree_for_a_single_sender():
+    """One client, its own leader, uploading to the BS: one upload, one receiver, one noise;
+    both readings move the model identically (the same normal, the same variance)."""
+    problem, layout, _, sizes = _setup(batch=1, clients=1)
+    tree = hierarchy(Grouping.singletons(1, 1), layout, sizes, noise_scale=0.3)
+    runs = [hierarchical_descent(problem.population_gradients, torch.as_tensor(problem.global_minimizer + 1.0), tree,
+                                 step_sizes=[0.1, 0.2], iterations=5, seeds=[4], noise_reading=reading).final
+            for reading in NOISE_READINGS]
+    assert tree.group_noise[0, 0] > 0
+    torch.testing.assert_close(runs[0], runs[1], rtol=0, atol=0)
 
 
 def test_dissimilarity_ratios_are_at_least_one():
