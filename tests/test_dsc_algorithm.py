@@ -173,6 +173,12 @@ def test_grouping_reports_convergence_and_left_overs_per_stage():
     assert not grouping.leftover_channel.any() and not grouping.leftover_data.any()
     exact = dsc_grouping(layout, counts, tie_breaking=False)
     assert not exact.converged_channel[0] and exact.leftover_channel[0].all() and not exact.converged[0]
+    # AP cannot converge within fewer iterations than convergence_iter: each stage says so
+    short = dict(max_iter=5, convergence_iter=10)
+    data_only = dsc_grouping(layout, counts, stages="data", **short)
+    assert data_only.converged_channel.all() and not data_only.converged_data.any()
+    channel_only = dsc_grouping(layout, counts, stages="channel", **short)
+    assert not channel_only.converged_channel.any() and channel_only.converged_data.all()
 
 
 @pytest.mark.parametrize("options", [{}, {"stages": "data"}, {"stages": "channel"}, {"decision": "paper"},

@@ -165,7 +165,9 @@ def check_acc(ctx: VerifyContext) -> Verdict:
                                   "noise per aggregate (at each leader and at the BS) of variance max_i G_i^2 sigma_i^2 "
                                   "(channel inversion limited by the weakest weighted link), weights from noise-free "
                                   "gradients; reported beside the verdict (the paper states both readings)",
-                 "grouping": "stage 1 on eq. (7) as printed (-gamma_ij^2 off the diagonal, median preference)",
+                 "grouping": "stage 1 on eq. (7) as printed (-gamma_ij^2 off the diagonal, median preference), stage 2 "
+                             "on eq. (12) inside each primary group; standard AP with scikit-learn's tie-breaking noise "
+                             "seeded from each seed (per-stage convergence and left-overs in dsc_*/data_stage_*)",
                  "margins": "the paper's +20% (MNIST, CNN) is not expected at this scale; the verdict is about the "
                             "direction only"},
     )
