@@ -8,22 +8,29 @@ from hypothesis import strategies as st
 from sklearn.cluster import AffinityPropagation
 
 from cflbounds._validation import InvalidParameterError
-from cflbounds.algorithms.affinity_propagation import _availability, _responsibility, affinity_propagation
+from cflbounds.algorithms.affinity_propagation import (_availability, _paper_decision, _responsibility,
+                                                       affinity_propagation, median_preference)
+from cflbounds.algorithms.dsc_grouping import channel_similarity, data_similarity
+from cflbounds.synthetic.wireless import make_wireless_layout
+from cflbounds.verify.dsc_experiment import EXPERIMENT, build_instances, draw_label_counts
 
 
-def sklearn_reference(S, preference):
-    """scikit-learn's exemplars and labels, and the exact matrix it iterates on: it adds
-    ``(eps S + 100 tiny) N(0, 1)`` to break ties (random_state=0), so feeding that matrix
-    to ours compares the two on the same similarities even when ties exist."""
-    n = len(S)
+def assert_equals_sklearn(S, preference, seed, **options):
+    """Ours on the raw ``S`` (its default tie-breaking noise drawn from ``seed``) against
+    scikit-learn with ``random_state=seed``: the same RandomState stream, hence bit-identical
+    noisy matrices, so exemplars, labels and iteration counts must agree exactly."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = AffinityPropagation(affinity="precomputed", preference=preference, random_state=0).fit(S)
-    perturbed = S.copy()
-    np.fill_diagonal(perturbed, preference)
-    perturbed += (np.finfo(float).eps * perturbed + np.finfo(float).tiny * 100) * \
-        np.random.RandomState(0).standard_normal((n, n))
-    return model, perturbed
+        model = AffinityPropagation(affinity="precomputed", preference=preference, random_state=seed).fit(S)
+    ours = affinity_propagation(S, preference=preference, seed=seed, **options)
+    centers = np.asarray(model.cluster_centers_indices_, dtype=int)
+    assert ours.iterations == model.n_iter_
+    if model.n_iter_ < 200:
+        assert ours.converged
+    np.testing.assert_array_equal(np.flatnonzero(ours.exemplar), centers)
+    expected = centers[model.labels_] if centers.size else np.full(len(S), -1)
+    np.testing.assert_array_equal(ours.assignment, expected)
+    return ours, model
 
 
 @settings(max_examples=60, deadline=None)
@@ -37,57 +44,137 @@ def test_standard_ap_equals_sklearn(seed, n, symmetric, preference_scale):
     else:
         S = rng.normal(size=(n, n))
     preference = float(np.median(S[~np.eye(n, dtype=bool)]) * preference_scale)
-    model, perturbed = sklearn_reference(S, preference)
-    ours = affinity_propagation(perturbed, preference=None)
-    if model.n_iter_ >= 200 or len(model.cluster_centers_indices_) == 0:
-        assert not ours.converged or not ours.exemplar.any()  # sklearn gave up: so do we
-        return
-    assert ours.converged and ours.iterations == model.n_iter_
-    np.testing.assert_array_equal(np.flatnonzero(ours.exemplar), model.cluster_centers_indices_)
-    np.testing.assert_array_equal(ours.assignment, model.cluster_centers_indices_[model.labels_])
+    assert_equals_sklearn(S, preference, seed)
+
+
+def _dsc_similarity(kind, clients, seed):
+    """One raw DSC similarity (eq. 7, the SNR gap, or eq. 12 of two-label clients), as DSC's
+    stages see it: symmetric, with exact ties."""
+    if kind == "eq12":
+        return data_similarity(draw_label_counts(np.random.default_rng(seed), clients, 10))
+    return channel_similarity(make_wireless_layout(clients, seed=seed), kind)[0]
+
+
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), clients=st.integers(2, 30), kind=st.sampled_from(["eq7", "snr-gap", "eq12"]))
+def test_standard_ap_equals_sklearn_on_raw_dsc_similarities(seed, clients, kind):
+    """On DSC's own symmetric inputs, with its median preference, no noise added by the test:
+    scikit-learn's degeneracy removal is part of the algorithm compared."""
+    S = _dsc_similarity(kind, clients, seed)
+    preference = float(median_preference(S[None], np.ones((1, clients), bool))[0])
+    assert_equals_sklearn(S, preference, seed)
+
+
+def test_smoke_small_instance_converges_as_sklearn():
+    """The audit's case: eq. 7 of the smoke 'small' instance 0 (3 clients). Without tie-breaking
+    AP oscillates for 200 iterations and finds no exemplar; with it, as scikit-learn, it
+    converges at iteration 60 with exemplar 2."""
+    config = EXPERIMENT["smoke"]["configs"][0]
+    S = channel_similarity(build_instances(config, 0, 2, key=(0,)).layout)[0]
+    untied = affinity_propagation(S, tie_breaking=False)
+    assert not untied.converged and untied.iterations == 200 and not untied.exemplar.any()
+    preference = float(median_preference(S[None], np.ones((1, 3), bool))[0])
+    ours, _ = assert_equals_sklearn(S, preference, 0)
+    assert ours.converged and ours.iterations == 60 and np.flatnonzero(ours.exemplar).tolist() == [2]
+
+
+def test_paper_self_availability_breaks_ties_too():
+    """eq. 10 as printed follows the same rule: seeded noise by default (one seed, one run),
+    and on the tied 'small' input it changes the run; ``tie_breaking=False`` is the exact input."""
+    S = _dsc_similarity("eq7", 3, 0)
+    first, again = (affinity_propagation(S, self_availability="max", seed=0) for _ in range(2))
+    np.testing.assert_array_equal(first.assignment, again.assignment)
+    assert first.iterations == again.iterations
+    exact = affinity_propagation(S, self_availability="max", tie_breaking=False)
+    assert (exact.iterations, exact.converged, exact.assignment.tolist()) != \
+        (first.iterations, first.converged, first.assignment.tolist())
+
+
+@pytest.mark.parametrize("n, similarity, preference", [(2, -3.0, -3.0), (2, -3.0, -2.0), (3, 1.5, 1.5), (4, 0.0, 2.0)])
+def test_equal_similarities_and_preferences_as_sklearn(n, similarity, preference):
+    """scikit-learn's degenerate case (every 2-client group of stage 2 at the median preference):
+    not iterated, all points lead when the preference exceeds the similarity, else point 0;
+    the same inside a padded batch."""
+    S = np.full((n, n), similarity)
+    ours, _ = assert_equals_sklearn(S, preference, 0)
+    assert ours.converged and ours.iterations == 0
+    padded = np.zeros((2, n + 1, n + 1))
+    padded[1, 1:, 1:] = S
+    valid = np.arange(n + 1)[None] >= np.array([[n + 1], [1]])  # problem 0: empty; problem 1: points 1..n
+    batch = affinity_propagation(padded, preference=preference, valid=valid)
+    np.testing.assert_array_equal(batch.assignment[1, 1:], ours.assignment + 1)
+    assert batch.assignment[1, 0] == -1 and (batch.assignment[0] == -1).all()
 
 
 def test_random_asymmetric_similarities_need_no_tie_breaking():
-    """On continuous random similarities sklearn's tie-breaking noise changes nothing."""
+    """On continuous random similarities the tie-breaking noise changes nothing."""
     rng = np.random.default_rng(7)
     for _ in range(20):
         S = rng.normal(size=(15, 15))
         preference = float(np.median(S))
-        model, _ = sklearn_reference(S, preference)
-        ours = affinity_propagation(S, preference=preference)
-        np.testing.assert_array_equal(np.flatnonzero(ours.exemplar), model.cluster_centers_indices_)
+        exact = affinity_propagation(S, preference=preference, tie_breaking=False)
+        ours, _ = assert_equals_sklearn(S, preference, 0)
+        np.testing.assert_array_equal(exact.assignment, ours.assignment)
+
+
+def test_median_preference_is_the_off_diagonal_median_not_sklearns_default():
+    """Frey & Dueck's default: the median of s(i,k), i != k. scikit-learn's np.median(S) includes
+    the diagonal; on DSC's inputs (zero diagonal) the two differ, and passing sklearn's value
+    reproduces sklearn's default run."""
+    S = _dsc_similarity("eq12", 12, 3)
+    off = S[~np.eye(12, dtype=bool)]
+    ours = median_preference(S[None], np.ones((1, 12), bool))[0]
+    assert ours == np.median(off) and ours != np.median(S)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        default = AffinityPropagation(affinity="precomputed", random_state=5).fit(S)
+    reproduced = affinity_propagation(S, preference=float(np.median(S)), seed=5)
+    np.testing.assert_array_equal(np.flatnonzero(reproduced.exemplar), default.cluster_centers_indices_)
+    padded = np.zeros((1, 14, 14))
+    padded[0, :12, :12] = S + 7.0 * np.eye(12)  # neither the diagonal nor padding counts
+    assert median_preference(padded, np.arange(14)[None] < 12)[0] == ours
 
 
 def test_padded_batch_equals_each_problem_alone():
     rng = np.random.default_rng(3)
     sizes = [2, 5, 9, 1, 7]
+    seeds = [11, 12, 13, 14, 15]
     batch = np.zeros((len(sizes), 9, 9))
     valid = np.zeros((len(sizes), 9), bool)
-    alone = []
     for b, n in enumerate(sizes):
-        S = rng.normal(size=(n, n))
-        batch[b, :n, :n], valid[b, :n] = S, True
-        alone.append(affinity_propagation(S, preference="median", decision="paper" if b % 2 else "standard"))
+        points = rng.normal(size=(n, 2)).round(1)  # rounded: ties, so the noise matters
+        batch[b, :n, :n], valid[b, :n] = -((points[:, None] - points[None]) ** 2).sum(-1), True
     for decision in ("standard", "paper"):
-        together = affinity_propagation(batch, preference="median", valid=valid, decision=decision)
+        together = affinity_propagation(batch, preference="median", valid=valid, decision=decision, seed=seeds)
         for b, n in enumerate(sizes):
-            single = affinity_propagation(batch[b, :n, :n], preference="median", decision=decision)
+            single = affinity_propagation(batch[b, :n, :n], preference="median", decision=decision, seed=seeds[b])
             np.testing.assert_array_equal(together.exemplar[b, :n], single.exemplar)
             np.testing.assert_array_equal(together.assignment[b, :n], single.assignment)
+            assert together.iterations[b] == single.iterations
             assert not together.exemplar[b, n:].any() and (together.assignment[b, n:] == -1).all()
     assert together.exemplar[3, 0] and together.converged[3]  # a lone point leads itself
 
 
-def test_paper_decision_reads_the_row_maximum_of_r_plus_a():
-    """Sec. III-A: a leader when row i of R + A peaks on the diagonal; a point whose peak
-    column is not a leader is left over (-1). On two far apart pairs both rules agree."""
+def test_paper_decision_by_hand():
+    """Sec. III-A on a hand-made C = R + A: row 0 peaks on its diagonal (leader); row 2 peaks in
+    column 0 (joins leader 0); row 1 peaks in column 2, which is not a leader: left over (-1);
+    row 3 is padding."""
+    C = np.array([[5.0, 1.0, 0.0, 9.0], [0.0, 2.0, 3.0, 9.0], [4.0, 0.0, 1.0, 9.0], [9.0, 9.0, 9.0, 9.0]])[None]
+    valid = np.array([[True, True, True, False]])
+    leader, assignment = _paper_decision(C, valid, valid[:, :, None] & valid[:, None, :])
+    assert leader[0].tolist() == [True, False, False, False]
+    assert assignment[0].tolist() == [0, -1, 0, -1]
+
+
+def test_paper_decision_agrees_with_the_standard_one_on_separated_pairs():
+    """Two far apart pairs: both rules find one leader per pair and the same memberships."""
     points = np.array([[0.0, 0.0], [0.1, 0.0], [5.0, 5.0], [5.1, 5.0]])
     S = -((points[:, None] - points[None]) ** 2).sum(-1)
     standard = affinity_propagation(S, preference="median")
     paper = affinity_propagation(S, preference="median", decision="paper")
     assert standard.exemplar.sum() == 2 and paper.exemplar.sum() == 2
-    assert set(standard.assignment[:2]) == {standard.assignment[0]} != {standard.assignment[2]}
-    assert (paper.assignment >= -1).all()
+    np.testing.assert_array_equal(paper.assignment, standard.assignment)
+    assert standard.assignment[0] == standard.assignment[1] != standard.assignment[2] == standard.assignment[3]
 
 
 def test_availability_updates_by_hand():
@@ -121,6 +208,7 @@ def test_responsibility_by_hand():
 @pytest.mark.parametrize("kwargs, name", [
     ({"damping": 0.2}, "damping"), ({"decision": "vote"}, "decision"), ({"max_iter": 0}, "max_iter"),
     ({"self_availability": "min"}, "self_availability"), ({"preference": "mean"}, "preference"),
+    ({"seed": -1}, "seed"), ({"seed": 2**32}, "seed"), ({"seed": [1, 2]}, "seed"), ({"tie_breaking": 1}, "tie_breaking"),
 ])
 def test_invalid_parameters_name_themselves(kwargs, name):
     with pytest.raises(InvalidParameterError, match=name):

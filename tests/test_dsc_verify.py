@@ -95,9 +95,22 @@ def test_accuracy_verdict_compares_paired_seeds(context):
     for name in ("dsc_minus_fedavg_noisy", "data_minus_fedavg_ideal"):
         assert evidence[f"{name}_low"] <= evidence[name] <= evidence[f"{name}_high"]
     table = context.tables["dsc_accuracy"]
-    assert len(table) == evidence["seeds"] * 6 and table["accuracy"].between(0, 1).all()
-    noisy = table[table["channel"] == "noisy"].set_index(["seed", "method"])["accuracy"].unstack()
-    assert np.isclose((noisy["DSC"] - noisy["FedAvg"]).mean(), evidence["dsc_minus_fedavg_noisy"])
+    assert len(table) == evidence["seeds"] * 9 and table["accuracy"].between(0, 1).all()  # 3 methods x 3 channels
+    for channel, suffix in (("noisy", ""), ("noisy per receiver", "_per_receiver")):  # both readings of eq. 5
+        noisy = table[table["channel"] == channel].set_index(["seed", "method"])["accuracy"].unstack()
+        assert np.isclose((noisy["DSC"] - noisy["FedAvg"]).mean(), evidence[f"dsc_minus_fedavg_noisy{suffix}"])
+        noise = table[table["channel"] == channel].set_index(["seed", "method"])["aggregate_noise"].unstack()
+        assert np.isclose(np.median(noise["DSC"] / noise["FedAvg"]),
+                          evidence[f"aggregate_noise_ratio_dsc_over_fedavg{suffix}_median"])
+    assert "Eq. 5 as printed" in verdict.summary and "per_receiver" in "".join(evidence)
+    # grouping of every seed: per-stage convergence and left-over counts as the table records them
+    dsc = table[(table["channel"] == "ideal") & (table["method"] == "DSC")]
+    assert evidence["dsc_grouped_problems"] == evidence["seeds"]
+    assert evidence["dsc_stage2_not_converged"] == int((~dsc["stage2_converged"]).sum())
+    assert evidence["dsc_stage1_leftover_clients"] == int(dsc["stage1_leftover"].sum())
+    assert ("did not converge" in verdict.summary) == bool(evidence["dsc_stage1_not_converged"]
+                                                           + evidence["dsc_stage2_not_converged"]
+                                                           + evidence["data_stage_stage2_not_converged"])
     # FedAvg in the ideal channel does not depend on the grouping: 0.1 of chance is far below what softmax reaches
     assert evidence["accuracy_fedavg_ideal"] > 0.5
     # the calibration is named in the summary; the noise ratio beside it is free of it
@@ -239,3 +252,76 @@ def test_aggregate_noise_by_a_plain_loop():
                         for k in members)
             expected += G_l**2 * (upload_noise_variance(layout.snr_to_bs[b, leader], 0.5) + intra)
         assert dsc[b] == pytest.approx(expected, rel=1e-12)
+
+
+def test_aggregate_noise_per_receiver_by_a_plain_loop():
+    """eq. (5) as printed, one receiver noise per aggregate of variance max_i G_i^2 sigma_i^2:
+    FedAvg max_k (D_k/D)^2 sigma_k^2; DSC max_l G_l^2 sigma_l^2 + sum_l G_l^2 max_{k in l}
+    G_k^2 sigma_k^2 (a leader's own gradient is not transmitted)."""
+    from cflbounds.algorithms.dsc import hierarchy
+    from cflbounds.algorithms.dsc_grouping import Grouping, dsc_grouping
+    from cflbounds.synthetic.wireless import make_wireless_layout, upload_noise_variance
+    from cflbounds.verify.dsc_accuracy import _aggregate_noise
+    from cflbounds.verify.dsc_experiment import draw_label_counts
+
+    layout = make_wireless_layout(20, batch_size=2, seed=3)
+    counts = draw_label_counts(np.random.default_rng(0), 20, 10)
+    sizes = counts.sum(1)
+    fedavg = _aggregate_noise(hierarchy(Grouping.singletons(2, 20), layout, sizes, noise_scale=0.5), "per-receiver")
+    np.testing.assert_allclose(fedavg, [((sizes / sizes.sum()) ** 2 * upload_noise_variance(snr, 0.5)).max()
+                                        for snr in layout.snr_to_bs], rtol=1e-12)
+    grouping = dsc_grouping(layout, counts)
+    dsc = _aggregate_noise(hierarchy(grouping, layout, sizes, noise_scale=0.5), "per-receiver")
+    for b in range(2):
+        to_bs, intra = [], 0.0
+        for g, leader in enumerate(grouping.leader[b][grouping.leader[b] >= 0]):
+            members = np.flatnonzero(grouping.group[b] == g)
+            G_l = sizes[members].sum() / sizes.sum()
+            to_bs.append(G_l**2 * upload_noise_variance(layout.snr_to_bs[b, leader], 0.5))
+            intra += G_l**2 * max((sizes[k] / sizes[members].sum()) ** 2
+                                  * (0.0 if k == leader else upload_noise_variance(layout.snr_between[b, leader, k], 0.5))
+                                  for k in members)
+        assert dsc[b] == pytest.approx(max(to_bs) + intra, rel=1e-12)
+
+
+def test_measured_rates_sit_next_to_a(verdicts, context):
+    """Each E14 cell's measured rate is (mean over repetitions of F(w^T) - F* / (F(w^0) - F*))^(1/T),
+    recomputed here from the run table; T1's points at t = T carry the same rate; the evidence
+    counts the cells with 0 <= A < 1 whose measured rate exceeds A."""
+    from cflbounds.verify.dsc_experiment import dsc_experiment
+
+    T = EXPERIMENT["smoke"]["iterations"]
+    experiment = dsc_experiment(context)  # the shared measurements; tables saved by planted checks differ
+    runs, cells = experiment["runs"], dsc_checks._e14_table(experiment)
+    cells["within_a4"] = dsc_checks._within_a4(cells)
+    for _, cell in cells.sample(10, random_state=0).iterrows():
+        rows = runs[(runs["config"] == cell["config"]) & (runs["instance"] == cell["instance"])
+                    & (runs["factor"] == cell["factor"])]
+        expected = (rows[f"gap_{T}"].mean() / rows["gap_0"].iloc[0]) ** (1 / T)
+        assert cell["measured_rate"] == pytest.approx(expected, rel=1e-12)
+    judged = cells[cells["within_a4"]]
+    promised = judged[(judged["A"] >= 0) & (judged["A"] < 1)]
+    evidence = verdicts["DSC.E14"].evidence
+    assert evidence["cells_with_A_in_0_1"] == len(promised) > 0
+    assert evidence["cells_with_A_in_0_1_measured_rate_above_A"] == int((promised["measured_rate"] > promised["A"]).sum())
+    points = dsc_checks._t1_points(experiment)
+    final = points[(points["t"] == T)].set_index(["config", "instance", "factor"])["measured_rate"]
+    np.testing.assert_allclose(final.sort_index(), cells.set_index(["config", "instance", "factor"])["measured_rate"]
+                               .sort_index(), rtol=1e-12)
+
+
+def test_grouping_convergence_is_in_the_evidence(verdicts, context):
+    """Both stages of every instance's grouping: the counts in T1/E14 equal the instance table's,
+    and the summary says when affinity propagation did not converge."""
+    from cflbounds.verify.dsc_experiment import dsc_experiment
+
+    instances = dsc_experiment(context)["instances"]
+    for claim in ("DSC.T1", "DSC.E14"):
+        evidence = verdicts[claim].evidence
+        assert evidence["grouped_problems"] == len(instances)
+        assert evidence["stage1_not_converged"] == int((~instances["stage1_converged"]).sum())
+        assert evidence["stage2_not_converged"] == int((~instances["stage2_converged"]).sum())
+        assert evidence["stage1_leftover_clients"] == int(instances["stage1_leftover"].sum())
+        failed = evidence["stage1_not_converged"] + evidence["stage2_not_converged"]
+        assert ("did not converge" in verdicts[claim].summary) == bool(failed)
+    assert instances.loc[instances["config"] == "small", "stage1_converged"].all()  # the audit's case, fixed

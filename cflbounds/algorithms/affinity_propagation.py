@@ -8,10 +8,21 @@ Messages between points i and candidate exemplars k, from all-zero R and A:
   default ``self_availability="sum"``); the paper prints ``max_{i' != k}`` in place of the
   sum (``self_availability="max"``, CLAIMS.md's note).
 
+Ties: Gamma (eq. 6) and eq. (12) are symmetric, so DSC's similarities hold exact ties, on
+which AP can oscillate between equivalent exemplars and never settle. Frey & Dueck's
+reference code and scikit-learn add tiny noise before iterating,
+``S <- S + (eps S + 100 tiny) N(0, 1)`` (preferences on the diagonal included; float64's eps
+and tiny), and so does this implementation by default (``tie_breaking=True``, for either
+eq. 10): ``N(0, 1)`` is ``numpy.random.RandomState(seed_b).standard_normal((n_b, n_b))``
+over the ``n_b`` valid points of problem b, scikit-learn's stream for ``random_state=seed_b``
+(the two iterate on bit-identical matrices); a problem's noise depends only on its seed.
+
 Messages are damped, ``M <- damping M + (1 - damping) M_new`` (standard; the paper does not
 say), and the iteration stops when the exemplar set ``{k : R(k,k) + A(k,k) > 0}`` has not
 changed for ``convergence_iter`` iterations ("until the group boundaries do not change for
-T_cl consecutive rounds") or after ``max_iter`` iterations.
+T_cl consecutive rounds") or after ``max_iter`` iterations. As scikit-learn, a problem whose
+similarities are all equal and whose preferences are all equal is not iterated: every point
+leads itself when the preference exceeds the similarity, else the first point leads all.
 
 Decision: ``"standard"`` (Frey & Dueck's reference code, as scikit-learn): exemplars are the
 points with ``R(k,k) + A(k,k) > 0``; each other point joins its most similar exemplar; each
@@ -30,7 +41,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from .._validation import ArrayLike, Constraint, Interval, NoneOK, Options, require, validate_params
+from .._validation import ArrayLike, Boolean, Constraint, Interval, NoneOK, Options, SeedArray, require, validate_params
 
 __all__ = ["AffinityResult", "affinity_propagation", "median_preference", "SELF_AVAILABILITY", "DECISIONS"]
 
@@ -51,10 +62,43 @@ class AffinityResult:
 
 
 def median_preference(similarity: np.ndarray, valid: np.ndarray) -> np.ndarray:
-    """The median of each problem's off-diagonal similarities between valid points, ``(B,)``
-    (Frey & Dueck's and scikit-learn's default preference); 0 for a single point."""
+    """The median of each problem's off-diagonal similarities between valid points, ``(B,)``;
+    0 for a single point. This is Frey & Dueck's default (the median of the input
+    similarities s(i,k), i != k). scikit-learn's default differs: ``np.median(S)`` over the
+    whole matrix, diagonal included (pass it as ``preference`` to reproduce scikit-learn)."""
     pairs = valid[:, :, None] & valid[:, None, :] & ~np.eye(similarity.shape[-1], dtype=bool)
     return np.array([np.median(s[p]) if p.any() else 0.0 for s, p in zip(similarity, pairs)])
+
+
+_MAX_SEED = 2**32 - 1  # numpy.random.RandomState's seed range
+_SEED_PER_PROBLEM = Constraint(lambda v: SeedArray.is_satisfied_by(v) and int(np.max(v)) <= _MAX_SEED,
+                               f"one int in [0, {_MAX_SEED}] per problem (B,)")
+
+
+def _break_ties(S, valid, seeds):
+    """Frey & Dueck's (and scikit-learn's) degeneracy removal on each problem's valid block,
+    in place: ``S += (eps S + 100 tiny) N(0, 1)`` with scikit-learn's stream for its seed."""
+    finfo = np.finfo(S.dtype)
+    for b, seed in enumerate(seeds):
+        ix = np.ix_(np.flatnonzero(valid[b]), np.flatnonzero(valid[b]))
+        block = S[b][ix]
+        noise = np.random.RandomState(int(seed)).standard_normal(size=block.shape)
+        S[b][ix] = block + (finfo.eps * block + finfo.tiny * 100) * noise
+
+
+def _degenerate(S, valid):
+    """scikit-learn's shortcut for problems of >= 2 points whose similarities are all equal and
+    whose preferences are all equal (e.g. any 2-point problem at the median preference):
+    ``(B,)`` masks of those problems and of those where every point is an exemplar
+    (preference above the similarity; else point 0 leads all)."""
+    degenerate, split = np.zeros(len(S), bool), np.zeros(len(S), bool)
+    for b in np.flatnonzero(valid.sum(-1) >= 2):
+        points = np.flatnonzero(valid[b])
+        block = S[b][np.ix_(points, points)]
+        off, diagonal = block[~np.eye(len(points), dtype=bool)], np.diagonal(block)
+        degenerate[b] = np.all(off == off[0]) and np.all(diagonal == diagonal[0])
+        split[b] = diagonal[0] > off[0]
+    return degenerate, degenerate & split
 
 
 def _responsibility(S, A, pairs):
@@ -122,14 +166,18 @@ def _paper_decision(C, valid, pairs):
     "convergence_iter": [Interval(Integral, 1, None, closed="left")],
     "self_availability": [Options(SELF_AVAILABILITY)],
     "decision": [Options(DECISIONS)],
+    "tie_breaking": [Boolean],
+    "seed": [Interval(Integral, 0, _MAX_SEED, closed="both"), _SEED_PER_PROBLEM],
 })
 def affinity_propagation(similarity, *, preference="median", valid=None, damping: float = 0.5, max_iter: int = 200,
-                         convergence_iter: int = 15, self_availability: str = "sum",
-                         decision: str = "standard") -> AffinityResult:
+                         convergence_iter: int = 15, self_availability: str = "sum", decision: str = "standard",
+                         tie_breaking: bool = True, seed=0) -> AffinityResult:
     """Run affinity propagation on ``similarity`` ``(n, n)`` or ``(B, n, n)`` (see the module
     docstring). ``preference``: ``None`` keeps the diagonal given, ``"median"`` uses each
     problem's median off-diagonal similarity, or a number or an array ``(n,)``/``(B, n)``.
-    ``valid`` ``(B, n)`` marks the real points of padded problems."""
+    ``valid`` ``(B, n)`` marks the real points of padded problems. ``tie_breaking`` adds
+    scikit-learn's tiny noise, drawn from ``seed`` (one int for all problems, or one per
+    problem ``(B,)``); ``False`` iterates on the similarities exactly as given."""
     S = np.array(similarity, dtype=float)
     single = S.ndim == 2
     S = S[None] if single else S
@@ -142,13 +190,18 @@ def affinity_propagation(similarity, *, preference="median", valid=None, damping
     if preference is not None:
         values = median_preference(S, valid)[:, None] if isinstance(preference, str) else np.asarray(preference, float)
         S[:, eye] = np.broadcast_to(values, (B, n))
+    degenerate, split = _degenerate(S, valid)
+    if tie_breaking:
+        require(np.ndim(seed) == 0 or np.size(seed) == B,
+                f"The 'seed' parameter must be one int or {B} of them (one per problem). Got {np.size(seed)}.")
+        _break_ties(S, valid, np.broadcast_to(np.asarray(seed), (B,)))
     R, A = np.zeros_like(S), np.zeros_like(S)
     history = np.zeros((B, n, convergence_iter), dtype=bool)
     exemplar = np.zeros((B, n), dtype=bool)
     iterations = np.zeros(B, dtype=int)
     converged = valid.sum(-1) <= 1  # a lone point is its own exemplar
     exemplar[converged] = valid[converged]
-    active = np.flatnonzero(~converged)
+    active = np.flatnonzero(~converged & ~degenerate)
     for it in range(max_iter):
         if active.size == 0:
             break
@@ -168,6 +221,12 @@ def affinity_propagation(similarity, *, preference="median", valid=None, damping
         exemplar, assignment = _standard_decision(S, exemplar, valid)
     else:
         exemplar, assignment = _paper_decision(R + A, valid, pairs)
+    if degenerate.any():  # as scikit-learn: no iteration, all points or the first one lead
+        first = np.argmax(valid, axis=-1)
+        lead = np.where(split[:, None], valid, np.arange(n) == first[:, None])
+        exemplar[degenerate] = lead[degenerate]
+        assignment[degenerate] = np.where(valid, np.where(split[:, None], np.arange(n), first[:, None]), -1)[degenerate]
+        converged |= degenerate
     result = AffinityResult(exemplar, assignment, converged, iterations)
     if single:
         return AffinityResult(exemplar[0], assignment[0], converged[0], iterations[0])

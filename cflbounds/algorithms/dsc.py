@@ -12,9 +12,20 @@ its group leader; each leader aggregates and uploads to the BS (eq. 2):
   gradient, taken as the data-weighted sum of the received gradients (FedAdp's reference; the
   paper's ``grad F_l`` depends on the weights being defined). ``weighting="data"`` is
   ``G_k = |D_k| / |D_l|``. The leader computes the angles from what it receives.
-* Channel noise (eq. 5): an upload over a link adds Gaussian noise of total variance
-  ``sigma^2`` (``E||n||^2``): ``sigma_k^2`` client k -> its leader (0 for the leader itself),
-  ``sigma_l^2`` leader -> BS, from :class:`Hierarchy`.
+* Channel noise (eq. 5), two readings (``noise_reading``). ``"per-upload"`` (default): every
+  upload over a link adds its own Gaussian noise of total variance ``sigma^2`` (``E||n||^2``):
+  ``sigma_k^2`` client k -> its leader (0 for the leader itself), ``sigma_l^2`` leader -> BS,
+  from :class:`Hierarchy`; the leader weighs what it received. This is the reading of
+  Theorem 1, whose noise sum carries one ``sigma_l^2`` per group and one ``sigma_k^2`` per
+  client, and of Sec. II-B's CSMA-CA (no concurrent transmissions). ``"per-receiver"``:
+  eq. (5) as printed, ``y = sum_l h_l p_l s_l + n_0``, the senders' signals superposed at the
+  receiver with *one* receiver noise per aggregate, the transmit scalars ``p_l`` (complex)
+  inverting each channel so that ``y`` is the weighted sum (over-the-air aggregation; the
+  same at each leader for its members). Power-limited channel inversion is set by the
+  weakest weighted link, so the aggregate ``sum_i G_i s_i`` carries noise of variance
+  ``max_i G_i^2 sigma_i^2`` (one sender: the per-upload variance), and the weights must be
+  known before the superposition: computed from the noise-free gradients. The paper states
+  both (eq. 5 vs CSMA-CA and Theorem 1), so the default stays the reading Theorem 1 needs.
 
 FedAvg is the same loop with every client its own group (:meth:`Grouping.singletons`): each
 client uploads straight to the BS with weight ``|D_k|/D``.
@@ -39,9 +50,10 @@ from .dsc_grouping import Grouping
 from .federated import gather_groups, group_sums
 
 __all__ = ["Hierarchy", "hierarchy", "DescentTrace", "hierarchical_descent", "angle_weights", "dissimilarity_ratios",
-           "WEIGHTINGS"]
+           "WEIGHTINGS", "NOISE_READINGS"]
 
 WEIGHTINGS = ("angle", "data")
+NOISE_READINGS = ("per-upload", "per-receiver")
 _STREAM_CHANNEL = 53
 _EXPLODED = 1e100  # a model norm beyond this is a diverged run
 
@@ -72,6 +84,11 @@ class Hierarchy:
         if values.dim() == 2:
             return group_sums(values[..., None], self.groups, self.count)[0][..., 0]
         return group_sums(values, self.groups, self.count)[0]
+
+    def group_max(self, values: torch.Tensor) -> torch.Tensor:
+        """``max_{k in l}`` of non-negative client values ``(B, K, S)`` -> ``(B, L, S)``."""
+        index = self.groups[..., None].expand_as(values)
+        return values.new_zeros(values.shape[0], self.count, values.shape[2]).scatter_reduce(1, index, values, "amax")
 
     def of_group(self, values: torch.Tensor) -> torch.Tensor:
         """Each client's group's value: ``(B, L, *rest)`` -> ``(B, K, *rest)``."""
@@ -161,17 +178,19 @@ _STEPS = Constraint(lambda v: ArrayLike.is_satisfied_by(v) and np.ndim(v) <= 2 a
     "loss": [NoneOK, Constraint(callable, "a callable")],
     "stream": [Interval(Integral, 0, None, closed="left")],
     "record": [Boolean],
+    "noise_reading": [Options(NOISE_READINGS)],
 })
 def hierarchical_descent(gradients: Callable, initial: torch.Tensor, tree: Hierarchy, *, step_sizes, iterations: int,
                          seeds, weighting: str = "angle", alpha: float = 1.0, loss: Callable | None = None,
-                         stream: int = 0, record: bool = True) -> DescentTrace:
+                         stream: int = 0, record: bool = True, noise_reading: str = "per-upload") -> DescentTrace:
     """Run eqs. (2)-(5) from ``initial`` ``(B, q)`` for every step size (see the module docstring);
     ``step_sizes`` ``(S,)`` for all problems or ``(B, S)``, one row per problem.
 
     ``gradients(w)``: models ``(B, S, q)`` -> client gradients ``(B, S, K, q)``;
     ``loss(w)`` -> ``(B, S)`` (e.g. ``F(w) - F*``), recorded at every iterate when given;
     ``seeds`` ``(B,)`` the problems' seeds; ``stream`` separates noise streams of one seed
-    (e.g. DSC and FedAvg); ``record=False`` skips the per-round diagnostics (NaN).
+    (e.g. DSC and FedAvg); ``record=False`` skips the per-round diagnostics (NaN);
+    ``noise_reading`` how eq. (5)'s noise enters (module docstring).
     """
     B, q = initial.shape
     steps = np.atleast_2d(np.asarray(step_sizes, np.float64))
@@ -198,21 +217,30 @@ def hierarchical_descent(gradients: Callable, initial: torch.Tensor, tree: Hiera
         if t == iterations:
             break
         exact = gradients(w).transpose(1, 2)  # clients first: (B, K, S, q)
-        received = exact
-        if noisy:
-            z = torch.as_tensor(counter_normal(keys, t, (K + L) * q), dtype=dtype, device=device).view(B, S, K + L, q)
-            z = z.transpose(1, 2)
+        received, leader_noise, bs_noise = exact, 0.0, 0.0
+        if noisy and noise_reading == "per-upload":
+            z = _normals(keys, t, K + L, q, dtype, device)
             received = exact + client_std * z[:, :K]
+            leader_noise = group_std * z[:, K:]  # each leader's upload to the BS
         G_k = angle_weights(received, tree, weighting=weighting, alpha=alpha)  # (B, K, S)
-        group_sum = tree.group_sums(G_k[..., None] * received)  # (B, L, S, q), at the leaders
-        if noisy:
-            group_sum = group_sum + group_std * z[:, K:]
-        step = torch.einsum("bl,blsq->bsq", tree.group_weights, group_sum)
+        if noisy and noise_reading == "per-receiver":  # one noise per aggregate, its weakest weighted link's
+            z = _normals(keys, t, L + 1, q, dtype, device)
+            leader_noise = (tree.group_max(G_k**2 * tree.client_noise[..., None]) / q).sqrt()[..., None] * z[:, :L]
+            bs_noise = ((tree.group_weights**2 * tree.group_noise).amax(-1) / q).sqrt()[:, None, None] * z[:, L]
+        group_sum = tree.group_sums(G_k[..., None] * received) + leader_noise  # (B, L, S, q), at the leaders
+        step = torch.einsum("bl,blsq->bsq", tree.group_weights, group_sum) + bs_noise
         if record:
             _record(records, t, exact, G_k, tree)
         w = torch.where(alive[..., None], w - lam * step, w)
         alive &= torch.isfinite(w).all(-1) & (w.norm(dim=-1) < _EXPLODED)
     return DescentTrace(losses, **records, diverged=(~alive).cpu().numpy(), final=w)
+
+
+def _normals(keys, t, rows, q, dtype, device):
+    """Round t's standard normals of every run, ``(B, rows, S, q)``."""
+    B, S = keys.shape
+    z = torch.as_tensor(counter_normal(keys, t, rows * q), dtype=dtype, device=device).view(B, S, rows, q)
+    return z.transpose(1, 2)
 
 
 def dissimilarity_ratios(exact, G_k, tree: Hierarchy):

@@ -28,10 +28,11 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from .._validation import Constraint, Interval, validate_params
+from .._validation import ArrayLike, Constraint, Interval, validate_params
 from .seeding import BATCH_CONSTRAINTS, problem_seeds, stream
 
-__all__ = ["ChannelConstants", "PAPER_CHANNEL", "WirelessLayout", "make_wireless_layout", "upload_noise_variance"]
+__all__ = ["ChannelConstants", "PAPER_CHANNEL", "WirelessLayout", "make_wireless_layout", "layout_from_positions",
+           "upload_noise_variance"]
 
 SPEED_OF_LIGHT = 299_792_458.0
 _STREAM_PLACEMENT = 41  # the placement stream of a problem seed (independent of its other draws)
@@ -121,6 +122,23 @@ def make_wireless_layout(clients: int = 50, *, side: float = 100.0, batch_size: 
     seeds = problem_seeds(seed, batch_size)
     positions = np.stack([stream(s, _STREAM_PLACEMENT).uniform(-side / 2, side / 2, size=(clients, 2)) for s in seeds])
     return _layout(positions, float(side), channel, seeds)
+
+
+@validate_params({
+    "positions": [Constraint(lambda v: ArrayLike.is_satisfied_by(v) and np.ndim(v) in (2, 3) and np.shape(v)[-1] == 2,
+                             "an array (K, 2) or (B, K, 2) of finite coordinates")],
+    "side": [Interval(Real, 0, None, closed="neither")],
+    "seed": BATCH_CONSTRAINTS["seed"],
+    "channel": [Constraint(lambda c: isinstance(c, ChannelConstants), "a ChannelConstants")],
+})
+def layout_from_positions(positions, *, side: float = 100.0, seed=0,
+                          channel: ChannelConstants = PAPER_CHANNEL) -> WirelessLayout:
+    """The layout of given client positions in metres (BS at the origin): ``(K, 2)`` for one
+    problem or ``(B, K, 2)``; per-problem seeds as :func:`make_wireless_layout` (they seed
+    what depends on the problem, e.g. DSC's tie-breaking)."""
+    positions = np.asarray(positions, dtype=float)
+    positions = positions[None] if positions.ndim == 2 else positions
+    return _layout(positions, float(side), channel, problem_seeds(seed, positions.shape[0]))
 
 
 @validate_params({

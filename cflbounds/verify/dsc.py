@@ -29,7 +29,7 @@ import pandas as pd
 from ..bounds import dsc as bounds
 from ..bounds._report import Inequality
 from .context import VerifyContext
-from .dsc_experiment import FACTORS, dsc_experiment
+from .dsc_experiment import FACTORS, dsc_experiment, grouping_evidence, grouping_note
 from .stats import clopper_pearson, mean_interval
 from .verdict import Verdict
 
@@ -78,6 +78,31 @@ def _contraction(row, reading=READINGS[0]):
                               np.sqrt(row["delta_intra2"]), min(1.0, row["W"]))
 
 
+def _measured_rate(mean_gap, initial_gap, t):
+    """The measured per-round contraction ``(E[F(w^t) - F*] / (F(w^0) - F*))^(1/t)``, to set
+    beside A (inf for a diverged run)."""
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        return np.power(np.asarray(mean_gap, float) / np.asarray(initial_gap, float), 1.0 / np.asarray(t, float))
+
+
+def _rate_evidence(cells) -> dict:
+    """Measured per-round rates against A over ``cells`` (one row per instance and step size):
+    where Theorem 1 promises contraction (0 <= A < 1), how the measured rate compares."""
+    promised = cells[(cells["A"] >= 0) & (cells["A"] < 1)]
+    return {"cells_with_A_in_0_1": len(promised),
+            "cells_with_A_in_0_1_measured_rate_above_A": int((promised["measured_rate"] > promised["A"]).sum()),
+            "median_A_in_0_1": float(promised["A"].median()) if len(promised) else float("nan"),
+            "median_measured_rate_A_in_0_1": float(promised["measured_rate"].median()) if len(promised) else float("nan"),
+            "median_measured_rate": float(cells["measured_rate"].median()) if len(cells) else float("nan")}
+
+
+def _rate_clause(evidence) -> str:
+    return (f"; measured per-round rate (E[F(w^T) - F*]/(F(w^0) - F*))^(1/T) vs A: in "
+            f"{evidence['cells_with_A_in_0_1_measured_rate_above_A']} of the {evidence['cells_with_A_in_0_1']} cells "
+            f"with 0 <= A < 1 the measured rate exceeds A (medians {evidence['median_measured_rate_A_in_0_1']:.3g} "
+            f"measured vs A {evidence['median_A_in_0_1']:.3g})")
+
+
 def _t1_points(experiment) -> pd.DataFrame:
     """One row per (instance, step size, checkpoint t > 0) with measurement and bounds."""
     T = experiment["iterations"]
@@ -99,6 +124,7 @@ def _t1_points(experiment) -> pd.DataFrame:
     level = 1 - (1 - CONFIDENCE) / len(points)  # Bonferroni over every comparison
     mean, low, high = mean_interval(np.stack(points.pop("samples").to_numpy()), level)
     points["measured"], points["measured_low"], points["measured_high"] = mean, low, high
+    points["measured_rate"] = _measured_rate(mean, points["gap_0"], points["t"])
     points["outcome"] = np.select(
         [low > points["bound"], high <= points["bound"]],
         ["violated", np.where(points["bound"] >= points["gap_0"], "vacuous", "holds")], "inconclusive")
@@ -116,8 +142,8 @@ def _smallest(points, mask, prefix="smallest"):
     fields = {"clients": int(row["clients"]), "d": int(row["d"]),
               "instance_seed": int(row["instance_seed"]), "step_size": float(row["step_size"]), "t": int(row["t"]),
               "measured": float(row["measured"]), "measured_low": float(row["measured_low"]),
-              "bound": float(row["bound"]), "A": float(row["A"]), "threshold": float(row["threshold"]),
-              "initial_gap": float(row["gap_0"])}
+              "bound": float(row["bound"]), "A": float(row["A"]), "measured_rate": float(row["measured_rate"]),
+              "threshold": float(row["threshold"]), "initial_gap": float(row["gap_0"])}
     return {f"{prefix}_{name}": value for name, value in fields.items()}, {f"{prefix}_config": row["config"]}
 
 
@@ -179,6 +205,8 @@ def check_t1(ctx: VerifyContext) -> Verdict:
         "iterations": T, "repetitions": int(all_points["reps"].min()),
         "confidence_per_point": 1 - (1 - CONFIDENCE) / len(all_points),
         "median_A": float(points["A"].median()) if len(points) else float("nan"),
+        **_rate_evidence(points[points["t"] == T]),
+        **grouping_evidence(experiment["instances"]),
         "max_ratio_measured_over_bound": float(
             np.nanmax(np.where(np.isfinite(points["measured"]), points["measured"] / points["bound"], np.nan)))
         if len(points) else float("nan"),
@@ -217,6 +245,7 @@ def check_t1(ctx: VerifyContext) -> Verdict:
                     f"{evidence['smallest_A_below_1_bound']:.3g}")
     summary += (f"; {len(outside)} points with heterogeneous optima lie outside A4 (no finite delta) and are not "
                 f"judged ({evidence['outside_a4_violated']} of them above the bound)")
+    summary += _rate_clause(evidence) + grouping_note(evidence)
     return Verdict(
         "DSC.T1", verdict, evidence, ctx.seed, len(all_points) * evidence["repetitions"], CONFIDENCE, summary,
         assumptions=[r.as_dict() for r in _assumption_rows(points if len(points) else all_points)],
@@ -247,11 +276,13 @@ def _e14_table(experiment) -> pd.DataFrame:
     runs = experiment["runs"]
     T = experiment["iterations"]
     final = runs.assign(converged=np.isfinite(runs[f"gap_{T}"]) & (runs[f"gap_{T}"] < runs["gap_0"]))
-    successes = final.groupby(["config", "instance", "factor"])["converged"].sum().rename("converged_reps")
-    table = constants.join(successes, on=["config", "instance", "factor"])
+    cells = final.groupby(["config", "instance", "factor"])
+    table = constants.join(cells["converged"].sum().rename("converged_reps"), on=["config", "instance", "factor"])
+    table = table.join(cells[[f"gap_{T}", "gap_0"]].mean(), on=["config", "instance", "factor"])
     low, high = clopper_pearson(table["converged_reps"], table["reps"], CONFIDENCE)
     table["measured"] = np.select([low > 0.5, high < 0.5], ["converges", "diverges"], "inconclusive")
     table["A"] = table.apply(_contraction, axis=1)
+    table["measured_rate"] = _measured_rate(table[f"gap_{T}"], table["gap_0"], T)
     table["predicted"] = np.where(table["A"] < 1, "converges", "diverges")
     table["disagreement"] = np.select(
         [(table["predicted"] == "converges") & (table["measured"] == "diverges"),
@@ -282,6 +313,7 @@ def check_e14(ctx: VerifyContext) -> Verdict:
         "threshold_min": float(table["threshold"].min()), "threshold_max": float(table["threshold"].max()),
         "two_over_L_min": float((2 / table["L_exact"]).min()), "two_over_L_max": float((2 / table["L_exact"]).max()),
         "repetitions": int(all_cells["reps"].min()),
+        **_rate_evidence(table), **grouping_evidence(experiment["instances"]),
     }
     if len(sufficiency):  # how much larger delta_intra^2 delta_inter^2 W would have to be for A >= 1
         growth = sufficiency["threshold"] / sufficiency["step_size"]
@@ -294,7 +326,8 @@ def check_e14(ctx: VerifyContext) -> Verdict:
             evidence.update({f"{label}_smallest_clients": int(row["clients"]), f"{label}_smallest_d": int(row["d"]),
                              f"{label}_smallest_seed": int(row["instance_seed"]),
                              f"{label}_smallest_step_size": float(row["step_size"]),
-                             f"{label}_smallest_threshold": float(row["threshold"]), f"{label}_smallest_A": float(row["A"])})
+                             f"{label}_smallest_threshold": float(row["threshold"]), f"{label}_smallest_A": float(row["A"]),
+                             f"{label}_smallest_measured_rate": float(row["measured_rate"])})
     if len(sufficiency):
         verdict = "violated"
     elif not len(predicted) or (predicted["measured"] == "inconclusive").any():
@@ -310,9 +343,10 @@ def check_e14(ctx: VerifyContext) -> Verdict:
                     f"to explain them")
     summary += (f"); {len(necessity)} with A >= 1 converge (eq. 14 is not necessary, which the paper does not claim); "
                 f"{evidence['agree']} agree; {len(outside)} cells with heterogeneous optima (outside A4) not judged")
+    summary += _rate_clause(evidence) + grouping_note(evidence)
     return Verdict(
         "DSC.E14", verdict, evidence, ctx.seed, int(all_cells["reps"].sum()), CONFIDENCE, summary,
-        plot=_e14_plot(table),
+        plot=[_e14_plot(table), _rate_plot(table)],
         details={"reading": "the paper: 'FL surely converges when lambda satisfies (14)' -- a sufficient condition; "
                             "measured convergence with A >= 1 is reported, not held against it",
                  "convergence": "F(w^T) - F* < F(w^0) - F* in a majority of noise repetitions (Clopper-Pearson "
@@ -334,6 +368,19 @@ def _e14_plot(table):
     return {"kind": "scatter", "logx": True, "logy": True, "series": series,
             "xlabel": "lambda / eq. (14) threshold (A < 1 left of 1)", "ylabel": "lambda L / 2 (GD stable below 1)",
             "title": "DSC.E14: predicted (x < 1) vs measured convergence per (instance, step size)"}
+
+
+def _rate_plot(table):
+    """Measured per-round rate against A per (instance, step size); diverged cells left out."""
+    finite = table[np.isfinite(table["measured_rate"])]
+    series = [{"label": config, "x": rows["A"].tolist(), "y": rows["measured_rate"].tolist()}
+              for config, rows in finite.groupby("config", sort=False)]
+    if len(finite):
+        grid = np.linspace(min(finite["A"].min(), 0.0), max(finite["A"].max(), 1.0), 40).tolist()
+        series.append({"label": "measured rate = A", "x": grid, "y": grid, "marker": ".", "size": 4})
+    return {"kind": "scatter", "series": series, "xlabel": "A (Theorem 1's contraction factor)",
+            "ylabel": "measured (E[F(w^T) - F*] / (F(w^0) - F*))^(1/T)",
+            "title": f"DSC.E14: measured per-round rate vs A ({len(table) - len(finite)} diverged cells not shown)"}
 
 
 def check_a14(ctx: VerifyContext) -> Verdict:

@@ -30,7 +30,8 @@ from ..synthetic.quadratics import label_mixture, make_quadratic_federation
 from ..synthetic.seeding import spawn_seeds, stream
 from ..synthetic.wireless import make_wireless_layout
 
-__all__ = ["ProblemConfig", "EXPERIMENT", "dsc_experiment", "draw_label_counts", "Instances", "build_instances"]
+__all__ = ["ProblemConfig", "EXPERIMENT", "dsc_experiment", "draw_label_counts", "Instances", "build_instances",
+           "grouping_columns", "grouping_evidence", "grouping_note"]
 
 
 @dataclass(frozen=True)
@@ -196,6 +197,7 @@ def run_configuration(config: ProblemConfig, ctx_seed: int, scale_cfg: dict, ind
         "config": config.name, "clients": config.clients, "d": config.d, "spread": config.spread,
         "instance": np.arange(B),
         "instance_seed": np.asarray(inst.seeds, np.uint64), "groups": inst.grouping.groups,
+        **grouping_columns(inst.grouping),
         "ball_intra_ratio": ball_intra, "ball_inter_ratio": ball_inter, "ball_weight_factor": ball_weight,
         "ball_threshold": threshold, **constants,
         # A4 at w* itself, where grad F = 0: it holds for some delta only if this is 0 (shared optimum)
@@ -204,6 +206,33 @@ def run_configuration(config: ProblemConfig, ctx_seed: int, scale_cfg: dict, ind
     })
     return {"runs": pd.concat([table, gaps], axis=1), "instances": per_instance, "layout": inst.layout,
             "grouping": inst.grouping, "iterations": T}
+
+
+def grouping_columns(grouping) -> dict:
+    """Per problem: did each stage's affinity propagation converge, and how many clients did
+    each stage leave over (joined by proximity or to a fallback leader)."""
+    return {"stage1_converged": grouping.converged_channel, "stage2_converged": grouping.converged_data,
+            "stage1_leftover": grouping.leftover_channel.sum(-1), "stage2_leftover": grouping.leftover_data.sum(-1)}
+
+
+def grouping_evidence(frame) -> dict:
+    """Totals of :func:`grouping_columns` over the problems (rows) of ``frame``."""
+    return {"grouped_problems": len(frame),
+            "stage1_not_converged": int((~frame["stage1_converged"].astype(bool)).sum()),
+            "stage2_not_converged": int((~frame["stage2_converged"].astype(bool)).sum()),
+            "stage1_leftover_clients": int(frame["stage1_leftover"].sum()),
+            "stage2_leftover_clients": int(frame["stage2_leftover"].sum())}
+
+
+def grouping_note(evidence, prefix="") -> str:
+    """A summary clause when some affinity propagation did not converge ('' otherwise)."""
+    failed = evidence[f"{prefix}stage1_not_converged"] + evidence[f"{prefix}stage2_not_converged"]
+    if not failed:
+        return ""
+    return (f"; affinity propagation did not converge in stage 1 for {evidence[f'{prefix}stage1_not_converged']} "
+            f"and in stage 2 for {evidence[f'{prefix}stage2_not_converged']} of {evidence[f'{prefix}grouped_problems']} "
+            f"groupings (their last exemplars used; {evidence[f'{prefix}stage1_leftover_clients']} + "
+            f"{evidence[f'{prefix}stage2_leftover_clients']} clients left over by stage 1 + stage 2)")
 
 
 def _checkpoints(T):
