@@ -141,3 +141,19 @@ def test_hostile_constants_raise_or_give_a_bound(values, iterations):
         return
     assert not np.isnan(result.value)
     assert result.value >= 0 or result.derived["A"] < 0
+
+
+@pytest.mark.parametrize("noise_factor, expected", [(1.0, -np.inf), (8.0, np.inf), (2.0, 1.0)])
+def test_theorem1_terms_overflowing_in_opposite_directions(noise_factor, expected):
+    """A = -7 over 365 rounds: gap A^T -> -inf and the noise term -> +inf. Their exact sum is
+    A^T (gap - c) + c with c = (L lambda^2/2) N/(1 - A) = N/2 here, so its sign is that of
+    -(gap - c): -inf for N = 1, +inf for N = 8, and exactly c = 1 when gap = c (N = 2).
+    (Found by hypothesis: the sum used to be inf - inf = NaN.)"""
+    constants = dict(initial_gap=1.0, L=2.0, mu=2.0, learning_rate=2.0, delta_inter=1.0, delta_intra=1.0,
+                     weight_factor=8.24e-195, noise_factor=noise_factor)
+    result = dsc.theorem1(**constants, iterations=365)
+    assert result.derived["A"] == -7.0
+    assert result.value == expected
+    assert dsc.theorem1_curve([365], iterations=365, **constants)[0] == expected
+    c = noise_factor / 2  # finite at T = 3: the same closed form, A^3 (gap - c) + c
+    assert dsc.theorem1(**constants, iterations=3).value == pytest.approx(-343 * (1 - c) + c, rel=1e-12)

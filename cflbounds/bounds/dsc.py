@@ -107,6 +107,21 @@ def geometric_sum(A, n):
     return np.where(np.abs(1.0 - A) < 1e-12, n, ratio)
 
 
+def _theorem1_terms(A, exponent, initial_gap, noise_factor, L, learning_rate):
+    """eq. (13)'s two terms ``gap A^T`` and ``(L lambda^2/2) N (1 - A^T)/(1 - A)`` and their sum.
+    Over many rounds with ``A < -1`` they overflow to -inf and +inf; their exact sum
+    ``A^T (gap - c) + c``, ``c = (L lambda^2/2) N/(1 - A)``, then decides the sign."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        power = np.power(A, exponent)
+        initial = _scaled(initial_gap, power)
+        noise = _scaled(noise_factor, L * learning_rate**2 / 2.0 * geometric_sum(A, exponent))
+        total = initial + noise
+        if np.isnan(total).any():
+            limit = noise_factor * L * learning_rate**2 / (2.0 * (1.0 - A))
+            total = np.where(np.isnan(total), _scaled(initial_gap - limit, power) + limit, total)
+    return initial, noise, total
+
+
 _THEOREM1 = {**_CONSTANTS, "initial_gap": NONNEGATIVE, "noise_factor": NONNEGATIVE, "time_index": [Options(TIME_INDEX)]}
 
 
@@ -121,9 +136,7 @@ def theorem1_curve(iterates, *, iterations, initial_gap, L, mu, learning_rate, d
             f"The 'iterates' parameter must hold whole numbers in [0, {iterations}].")
     exponent = iterates if time_index == "T" else np.full(iterates.shape, iterations)
     A = contraction(L, mu, learning_rate, delta_inter, delta_intra, weight_factor)
-    with np.errstate(over="ignore"):  # A > 1 over many rounds: the bound is +inf, as it should be
-        return (_scaled(initial_gap, np.power(A, exponent))
-                + _scaled(noise_factor, L * learning_rate**2 / 2.0 * geometric_sum(A, exponent)))
+    return _theorem1_terms(A, exponent, initial_gap, noise_factor, L, learning_rate)[2]  # A > 1: +inf, as it should be
 
 
 @bound_params({**_THEOREM1, "iterations": NONNEGATIVE_COUNT})
@@ -139,12 +152,9 @@ def theorem1(*, initial_gap, L, mu, learning_rate, delta_inter, delta_intra, wei
     """
     _check_mu(L, mu)
     A = contraction(L, mu, learning_rate, delta_inter, delta_intra, weight_factor)
-    with np.errstate(over="ignore"):
-        terms = {
-            "initial": float(_scaled(initial_gap, np.power(A, iterations))),
-            "noise": float(_scaled(noise_factor, L * learning_rate**2 / 2.0 * geometric_sum(A, iterations))),
-        }
-    value = terms["initial"] + terms["noise"]
+    initial, noise, total = _theorem1_terms(A, iterations, initial_gap, noise_factor, L, learning_rate)
+    terms = {"initial": float(initial), "noise": float(noise)}
+    value = float(total)
     derived = {"A": A, "threshold": step_size_threshold(L, delta_inter, delta_intra, weight_factor),
                "iterates_covered": 1 if time_index == "T" else iterations,
                "vacuous": float(value >= initial_gap and iterations > 0)}
