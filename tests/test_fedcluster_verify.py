@@ -15,7 +15,7 @@ import cflbounds.verify.fedcluster as fc_checks
 from cflbounds.bounds import fedcluster as fc_bounds
 from cflbounds.cli import main
 from cflbounds.verify import VERDICTS, Verdict, VerifyContext
-from cflbounds.verify.fedcluster_rates import _crossings
+from cflbounds.verify.fedcluster_rates import _crossings, conditions_disclosure
 from cflbounds.algorithms.fedcluster import fedcluster
 from cflbounds.synthetic.heterogeneity import quadratic_spread_sup, spread_at
 from cflbounds.verify.fedcluster_rates import TRADEOFF_KINDS
@@ -64,6 +64,25 @@ def test_what_the_smoke_scale_finds(verdicts):
     assert abs(speedup["error_ratio_measured_M32"] / speedup["error_ratio_predicted_M32"] - 1) < 0.1
     tradeoff = verdicts["FC.TRADEOFF"].evidence
     assert tradeoff["H_and_variance_increase_with_M"] == 1.0 and tradeoff["grouped_faster_count"] == 0
+    # the trade-off runs are all outside Theorem 1's conditions (ME >= 5 > the largest admissible ME)
+    assert tradeoff["conditions_hold_fraction"] == 0.0
+    assert tradeoff["largest_admissible_ME_max"] < tradeoff["ME_min"] == 5 and tradeoff["ME_max"] == 160
+
+
+@pytest.mark.parametrize("claim_id", ["FC.SPEEDUP", "FC.TRADEOFF"])
+def test_rate_summaries_say_first_whether_theorem1_conditions_hold(verdicts, claim_id):
+    verdict = verdicts[claim_id]
+    assert verdict.evidence["conditions_hold_fraction"] == 0.0
+    assert verdict.summary.startswith("Outside Theorem 1's conditions: they hold in 0% of the trials")
+    assert f"{verdict.evidence['largest_admissible_ME_max']:.2g} vs ME" in verdict.summary
+
+
+def test_conditions_disclosure_by_fraction():
+    assert conditions_disclosure(1.0, [3.0], [2]).startswith("Within Theorem 1's conditions")
+    outside = conditions_disclosure(0.0, [0.02, 0.13], [5, 160])
+    assert outside.startswith("Outside Theorem 1's conditions: they hold in 0% of the trials")
+    assert "largest admissible ME = C/(8LG^2) 0.02-0.13 vs ME = 5-160 used" in outside and "not the theorem" in outside
+    assert conditions_disclosure(0.25, [1.0], [4]).startswith("Partly outside Theorem 1's conditions: they hold in 25%")
 
 
 def test_summaries_say_how_large_the_deviation_is(verdicts):
