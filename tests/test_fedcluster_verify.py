@@ -53,7 +53,9 @@ def test_smoke_verdicts_have_numbers_for_evidence(verdicts, claim_id):
 def test_what_the_smoke_scale_finds(verdicts):
     # every input is seeded: a change here is a change of conclusion, not noise
     assert verdicts["FC.A2"].verdict == "holds"
-    assert verdicts["FC.H"].verdict == "holds" and verdicts["FC.H"].evidence["exceed"] == 0
+    h = verdicts["FC.H"].evidence
+    assert verdicts["FC.H"].verdict == "holds" and h["exceed"] == 0 == h["trivial_exceed"]
+    assert h["trivial_comparisons"] > 0 and 0 < h["H_cluster_at_largest_H_device"] < h["H_device_largest"]
     t1 = verdicts["FC.T1"].evidence
     assert verdicts["FC.T1"].verdict == "violated"
     assert t1["points_conditions_hold"] == t1["points"]
@@ -174,6 +176,21 @@ def test_iterate_monitor_g2_and_reach_against_a_plain_loop():
                     W = share @ w
             np.testing.assert_allclose([seen["g2_local"][batch, c], seen["g2_average"][batch, c],
                                         seen["distance"][batch, c]], [local_max, average_max, reach], rtol=1e-12)
+
+
+def test_h_evidence_counts_and_extremes_leave_out_trivial_partitions():
+    """M = 1 (H_cluster = 0) and M = n (H_cluster = H_device) hold by definition: they are
+    counted apart and never supply the extremes, even when they hold the largest H_device."""
+    rows = [("random", 1, 9.0, 0.0, 0.0), ("random", 4, 2.0, 0.5, 0.25), ("grouped", 4, 2.0, 1.5, 0.75),
+            ("random", 16, 9.0, 9.0, 1.0)]
+    table = pd.DataFrame([{"family": "quadratic", "partition": kind, "M": M, "T": 16, "measure": measure,
+                           "trivial": M in (1, 16), "pairs": 8, "H_cluster": cluster, "H_device": device,
+                           "ratio_max": ratio, "ratio_mean": ratio, "exceed": 0}
+                          for kind, M, device, cluster, ratio in rows for measure in ("ball", "visited")])
+    evidence = fc_checks._heterogeneity_evidence(table)
+    assert evidence["comparisons"] == 2 * 2 * 8 and evidence["trivial_comparisons"] == 2 * 2 * 8
+    assert evidence["H_device_largest"] == 2.0 and evidence["H_cluster_at_largest_H_device"] == 1.5
+    assert evidence["ratio_max_ball"] == 0.75 and evidence["ratio_mean_random"] == 0.25
 
 
 # -- the T1 judgment on hand-made tables ---------------------------------------------------------------

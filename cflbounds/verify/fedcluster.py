@@ -190,7 +190,7 @@ def _heterogeneity_rows(sets) -> pd.DataFrame:
                 with np.errstate(divide="ignore", invalid="ignore"):
                     ratio = np.where(device > 0, cluster / device, 0.0)
                 rows.append({"family": run.family, "partition": run.kind, "M": run.M, "T": int(T), "measure": measure,
-                             "pairs": run.trials, "H_cluster": float(cluster.mean()), "H_device": float(device.mean()),
+                             "trivial": run.M in (1, run.membership.size), "pairs": run.trials, "H_cluster": float(cluster.mean()), "H_device": float(device.mean()),
                              "ratio_max": float(ratio.max()), "ratio_mean": float(ratio.mean()),
                              "exceed": int(np.sum(cluster > device * (1 + 1e-9) + 1e-15))})
     return pd.DataFrame(rows)
@@ -204,17 +204,13 @@ def check_h(ctx: VerifyContext) -> Verdict:
     sets = _t1_sets(ctx) + [run for runs in tradeoff_sets(ctx).values() for run in runs]
     table = _heterogeneity_rows(sets)
     ctx.save_table("fc_heterogeneity", table)
-    exceed = int(table["exceed"].sum())
-    by_kind = table[(table["measure"] == "ball") & (table["M"] > 1)].groupby("partition")["ratio_mean"].mean()
-    largest = table.loc[table["H_device"].idxmax()]
-    evidence = {"comparisons": int(table["pairs"].sum()), "exceed": exceed,
-                "H_cluster_at_largest_H_device": float(largest["H_cluster"]), "H_device_largest": float(largest["H_device"]),
-                "ratio_max_ball": float(table.loc[table["measure"] == "ball", "ratio_max"].max()),
-                "ratio_max_visited": float(table.loc[table["measure"] == "visited", "ratio_max"].max()),
-                **{f"ratio_mean_{kind}": float(value) for kind, value in by_kind.items()}}
-    summary = (f"H_cluster <= H_device in {evidence['comparisons'] - exceed}/{evidence['comparisons']} comparisons "
-               f"(ball sup and visited max); largest H_cluster/H_device {evidence['ratio_max_ball']:.3g} (ball), "
-               + ", ".join(f"{kind} {value:.3g}" for kind, value in by_kind.items()) + " on average (M > 1)")
+    evidence = _heterogeneity_evidence(table)
+    by_kind = {key[len("ratio_mean_"):]: value for key, value in evidence.items() if key.startswith("ratio_mean_")}
+    summary = (f"H_cluster <= H_device in {evidence['comparisons'] - evidence['exceed']}/{evidence['comparisons']} "
+               f"comparisons with 1 < M < n (ball sup and visited max; the {evidence['trivial_comparisons']} with "
+               f"M = 1 or M = n, where H_cluster = 0 or H_device, apart: {evidence['trivial_exceed']} exceed); "
+               f"largest H_cluster/H_device {evidence['ratio_max_ball']:.3g} (ball), "
+               + ", ".join(f"{kind} {value:.3g}" for kind, value in by_kind.items()) + " on average")
     rate = table[(table["measure"] == "ball") & (table["family"] == "tradeoff")]
     plot = {"kind": "line", "title": "FC.H: H_cluster / H_device (sup over the stated ball) by partition",
             "xlabel": "clusters M", "ylabel": "mean H_cluster / H_device", "logx": True,
@@ -222,11 +218,28 @@ def check_h(ctx: VerifyContext) -> Verdict:
             "series": [{"label": kind, "x": rows["M"].tolist(), "y": rows["ratio_mean"].tolist()}
                        for kind, rows in ((k, rate[rate["partition"] == k].groupby("M", as_index=False)["ratio_mean"]
                                            .mean()) for k in TRADEOFF_KINDS) if len(rows)]}
+    exceed = evidence["exceed"] + evidence["trivial_exceed"]
     return Verdict("FC.H", "holds" if exceed == 0 else "violated", evidence, ctx.seed, evidence["comparisons"], 1.0,
                    summary, plot=plot,
                    details={"measures": "ball: exact sups over the ball holding the run's iterates (trust-region "
                                         "dual, certified); visited: max over the W_jM of the run",
                             "tolerance": "H_cluster > H_device (1 + 1e-9) counts as an exceedance"})
+
+
+def _heterogeneity_evidence(table: pd.DataFrame) -> dict:
+    """Counts and extremes over the non-trivial partitions (1 < M < n); the trivial ones
+    (M = 1: H_cluster = 0; M = n: H_cluster = H_device) are counted apart. At the largest
+    H_device, the largest H_cluster of any partition is reported."""
+    trivial, table = table[table["trivial"]], table[~table["trivial"]]
+    ball = table[table["measure"] == "ball"]
+    at_largest = table[table["H_device"] == table["H_device"].max()]  # every partition of that problem
+    largest = at_largest.loc[at_largest["H_cluster"].idxmax()]  # the closest comparison there
+    return {"comparisons": int(table["pairs"].sum()), "exceed": int(table["exceed"].sum()),
+            "trivial_comparisons": int(trivial["pairs"].sum()), "trivial_exceed": int(trivial["exceed"].sum()),
+            "H_cluster_at_largest_H_device": float(largest["H_cluster"]), "H_device_largest": float(largest["H_device"]),
+            "ratio_max_ball": float(ball["ratio_max"].max()),
+            "ratio_max_visited": float(table.loc[table["measure"] == "visited", "ratio_max"].max()),
+            **{f"ratio_mean_{kind}": float(value) for kind, value in ball.groupby("partition")["ratio_mean"].mean().items()}}
 
 
 # -- FC.A2 ----------------------------------------------------------------------------------------
