@@ -14,6 +14,7 @@ import pytest
 import cflbounds.verify.fedcluster as fc_checks
 from cflbounds.bounds import fedcluster as fc_bounds
 from cflbounds.cli import main
+from cflbounds.reports.figures import plot_from_spec
 from cflbounds.verify import VERDICTS, Verdict, VerifyContext
 from cflbounds.verify.fedcluster_rates import _crossings, conditions_disclosure
 from cflbounds.algorithms.fedcluster import fedcluster
@@ -103,10 +104,35 @@ def test_summaries_say_how_large_the_deviation_is(verdicts):
 
 
 def test_t1_plots_one_figure_per_family_with_measured_and_bound(verdicts):
-    plots = verdicts["FC.T1"].plot
-    assert isinstance(plots, list) and len(plots) == 3
+    plots = [p for p in verdicts["FC.T1"].plot if p["xlabel"] == "rounds T"]
+    assert len(plots) == 3
     labels = [s["label"] for s in plots[0]["series"]]
     assert "M = 1 measured" in labels and "M = 4 bound 2C/sqrt(TME)" in labels
+
+
+def test_t1_round_figure_running_average_ends_at_the_measurement(verdicts):
+    """The per-round figure (from the runs' ||grad f(W_jM)||^2 curves) for several M: its running
+    average at t = T is the measured (1/T) sum_{j<T} of the per-horizon figure (computed from the
+    per-horizon means, a different array), its reference line is that T's bound, and it renders."""
+    plots = verdicts["FC.T1"].plot
+    by_rounds = {p["title"].split(")")[0]: p for p in plots if p["xlabel"] == "round t"}
+    by_horizon = {p["title"].split(")")[0]: p for p in plots if p["xlabel"] == "rounds T"}
+    assert by_rounds.keys() == by_horizon.keys()
+    quadratic = by_rounds["FC.T1 (quadratic"]
+    Ms = sorted({s["label"].split(":")[0] for s in quadratic["series"]})
+    assert Ms == ["M = 1", "M = 2", "M = 4"]
+    for family, spec in by_rounds.items():
+        horizon = {s["label"]: s for s in by_horizon[family]["series"]}
+        for running, bound in zip(spec["series"][::2], spec["series"][1::2]):
+            M = running["label"].split(":")[0]
+            measured, predicted = horizon[f"{M} measured"], horizon[f"{M} bound 2C/sqrt(TME)"]
+            T = running["x"][-1]
+            assert running["x"] == list(range(1, T + 1)) and T == measured["x"][-1]
+            assert running["y"][-1] == pytest.approx(measured["y"][-1], rel=1e-12)
+            assert running["low"][-1] == pytest.approx(measured["low"][-1], rel=1e-9)
+            assert bound["y"] == [pytest.approx(predicted["y"][-1], rel=1e-12)] * 2 and bound["x"] == [1, T]
+            assert all(lo <= y <= hi for lo, y, hi in zip(running["low"], running["y"], running["high"]))
+        plot_from_spec(spec)
 
 
 def test_unequal_cluster_weights_settle_at_the_equal_weight_point_not_at_w_star():

@@ -20,6 +20,7 @@ from ..bounds import fedcluster as fc_bounds
 from ..bounds._report import Inequality
 from .context import VerifyContext
 from .fedcluster_runs import CONFIDENCE, FAMILIES, mean_with_interval, run_set
+from .stats import mean_interval
 from .verdict import Verdict
 
 
@@ -150,7 +151,8 @@ def check_t1(ctx: VerifyContext) -> Verdict:
         "vacuous": "the bound is compared with G^2, which eq. (1) already gives for every ||grad f(W_jM)||^2",
     }
     return Verdict("FC.T1", verdict, evidence, ctx.seed, int(table["trials"].sum()), CONFIDENCE, summary,
-                   assumptions=_condition_rows(worst), plot=_t1_plots(table), details=details)
+                   assumptions=_condition_rows(worst), plot=_t1_plots(table) + _round_plots(sets, table),
+                   details=details)
 
 
 def _condition_rows(row) -> list[dict]:
@@ -176,6 +178,33 @@ def _t1_plots(table):
         plots.append({"kind": "line", "title": f"FC.T1 ({family}): (1/T) sum ||grad f(W_jM)||^2 at eta = (TME)^-1/2",
                       "xlabel": "rounds T", "ylabel": "mean squared gradient norm", "logx": True, "logy": True,
                       "x": sorted(rows["T"].unique().tolist()), "series": series})
+    return plots
+
+
+def _round_plots(sets, table):
+    """Per family, for each M: the running average (1/t) sum_{j<t} ||grad f(W_jM)||^2 over
+    the rounds t of the run at the theorem's step size for its longest horizon T (mean over
+    trials, Student-t band), with that T's bound 2C/sqrt(TME) (mean over trials) as a line."""
+    plots = []
+    for family in dict.fromkeys(run.family for run in sets):
+        series, horizons = [], set()
+        for run in (run for run in sets if run.family == family):
+            T = int(run.horizons.max())
+            horizons.add(T)
+            running = np.cumsum(run.curve[:, :T], axis=1) / np.arange(1, T + 1)
+            mean, low, high = mean_interval(running, CONFIDENCE, axis=0)
+            bound = table.loc[(table["family"] == family) & (table["M"] == run.M) & (table["partition"] == run.kind)
+                              & (table["T"] == T), "bound"].iloc[0]
+            rounds = list(range(1, T + 1))
+            series += [{"label": f"M = {run.M}: (1/t) sum_(j<t) ||grad f(W_jM)||^2", "x": rounds, "y": mean.tolist(),
+                        "low": low.tolist(), "high": high.tolist(), "style": "line"},
+                       {"label": f"M = {run.M}: bound 2C/sqrt(TME) at T = {T}", "x": [1, T], "y": [float(bound)] * 2,
+                        "style": "dashed"}]
+        plots.append({"kind": "line", "title": f"FC.T1 ({family}): running average of ||grad f(W_jM)||^2 over rounds "
+                                               f"t of the run with eta = (TME)^-1/2, T = {'/'.join(map(str, sorted(horizons)))}; "
+                                               f"the bound applies at t = T ({CONFIDENCE:.0%} band over trials)",
+                      "xlabel": "round t", "ylabel": "(1/t) sum_(j<t) ||grad f(W_jM)||^2", "logx": True, "logy": True,
+                      "x": [], "series": series})
     return plots
 
 
