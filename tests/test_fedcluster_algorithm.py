@@ -6,6 +6,7 @@ import pytest
 from cflbounds._validation import InvalidParameterError
 from cflbounds.algorithms.fedcluster import _STREAM_PARTICIPATION, fedavg, fedcluster
 from cflbounds.synthetic.counter_random import counter_hash, counter_uniform
+from cflbounds.synthetic.device_regression import make_device_regression
 from cflbounds.synthetic import make_quadratic_federation
 from cflbounds.synthetic.nonconvex import make_nonconvex_federation
 
@@ -87,6 +88,19 @@ def test_batched_equals_looped_on_nonconvex_devices():
 
     reference = looped(problem, MEMBERSHIP, 0.1, np.tile(init, (2, 1)), trace.orders, gradient)
     np.testing.assert_allclose(trace.round_models[:, 0], reference, rtol=1e-11, atol=1e-12)
+
+
+def test_batched_equals_looped_on_device_regression():
+    """Samples are (x, y) rows of the devices' data sets; the per-sample gradient x (x^T w - y)."""
+    problem = make_device_regression(N, D, samples=list(range(3, 3 + N)), clusters=2, designs="client",
+                                     batch_size=2, seed=6)
+    init = np.random.default_rng(2).standard_normal((2, D))
+    trace = fedcluster(problem, MEMBERSHIP, rounds=4, local_steps=E, step_sizes=[0.1, 0.2], init=init,
+                       record_orders=True)
+    gradient = lambda b, k, w, xi: xi[:D] * (xi[:D] @ w - xi[D])
+    for c, step in enumerate([0.1, 0.2]):
+        reference = looped(problem, MEMBERSHIP, step, init, trace.orders, gradient)
+        np.testing.assert_allclose(trace.round_models[:, c], reference, rtol=1e-11, atol=1e-12)
 
 
 def fedavg_reference(problem, step, init, rounds, local_steps):
