@@ -93,7 +93,8 @@ def test_draws_are_uniform_on_each_data_set_and_match_the_moments_by_monte_carlo
     for b in range(2):
         for k, size in enumerate(SIZES):
             x, y = data(problem, b, k)
-            hits = (samples[b, k, :, None, :3] == x[None]).all(-1) & (samples[b, k, :, None, 3:4] == y[None, :, None])[..., 0]
+            drawn_x, drawn_y = samples[b, k, :, None, :3], samples[b, k, :, None, 3]
+            hits = (drawn_x == x[None]).all(-1) & (drawn_y == y[None])
             assert np.all(hits.sum(1) == 1)  # every draw is one of the device's points, with its own target
             frequency = hits.mean(0)
             assert np.all(np.abs(frequency - 1 / size) <= 5 * np.sqrt(1 / size * (1 - 1 / size) / n))
@@ -176,8 +177,8 @@ def test_problems_depend_only_on_their_own_seed_and_the_dtype_is_kept(problem):
     np.testing.assert_array_equal(alone.targets[0], problem.targets[1])
     np.testing.assert_array_equal(alone.draw(4, 7)[0].numpy(), problem.draw(4, 7)[1].numpy())
     single = make_device_regression(6, 3, samples=10, clusters=2, dtype="float32", seed=1)
-    assert single.draw(2, 0).dtype == torch.float32 and single.second_moments(torch.zeros(1, 6, 1, 3,
-                                                                                         dtype=torch.float32)).dtype == torch.float32
+    assert single.draw(2, 0).dtype == torch.float32
+    assert single.second_moments(torch.zeros(1, 6, 1, 3, dtype=torch.float32)).dtype == torch.float32
 
 
 @pytest.mark.parametrize("kwargs, name", [

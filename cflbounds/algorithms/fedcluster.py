@@ -75,7 +75,8 @@ def _is_device_problem(problem) -> bool:
     return all(hasattr(problem, name) for name in ("weights", "seeds", "draw", "sample_gradients", "batch_size"))
 
 
-_PROBLEM = Constraint(_is_device_problem, "a device problem (e.g. QuadraticFederation, NonconvexFederation or DeviceRegression)")
+_PROBLEM = Constraint(_is_device_problem,
+                      "a device problem (e.g. QuadraticFederation, NonconvexFederation or DeviceRegression)")
 _LABELS = Constraint(lambda v: np.ndim(v) == 1 and len(v) > 0 and np.asarray(v).dtype.kind in "iu"
                      and bool(np.all(np.asarray(v) >= 0)), "a 1-d array of non-negative int cluster labels")
 _STEP_SIZES = Constraint(

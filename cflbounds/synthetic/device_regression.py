@@ -294,8 +294,8 @@ def make_device_regression(clients: int = 16, d: int = 4, *, samples=20, cluster
     require(clusters <= d, f"Cluster centers at equal distances need clusters <= d: got clusters={clusters}, d={d}.")
     require(design_min <= design_max, f"The 'design_min' parameter ({design_min}) must not exceed 'design_max' "
             f"({design_max}).")
-    require(d > 1 or design_min == design_max,
-            f"With d=1 a covariance has one eigenvalue: design_min={design_min} and design_max={design_max} must be equal.")
+    require(d > 1 or design_min == design_max, f"With d=1 a covariance has one eigenvalue: design_min={design_min} "
+            f"and design_max={design_max} must be equal.")
     seeds = problem_seeds(seed, batch_size)
     design = make_quadratic_federation(clients, d, clusters=clusters, proportions=proportions, hessians=designs,
                                        strong_convexity=design_min, smoothness=design_max, separation=separation,

@@ -209,9 +209,10 @@ def _round_plots(sets, table):
                         "low": low.tolist(), "high": high.tolist(), "style": "line"},
                        {"label": f"M = {run.M}: bound 2C/sqrt(TME) at T = {T}", "x": [1, T], "y": [float(bound)] * 2,
                         "style": "dashed"}]
+        horizon = "/".join(map(str, sorted(horizons)))
         plots.append({"kind": "line", "title": f"FC.T1 ({family}): running average of ||grad f(W_jM)||^2 over rounds "
-                                               f"t of the run with eta = (TME)^-1/2, T = {'/'.join(map(str, sorted(horizons)))}; "
-                                               f"the bound applies at t = T ({CONFIDENCE:.0%} band over trials)",
+                                               f"t of the run with eta = (TME)^-1/2, T = {horizon}; the bound applies "
+                                               f"at t = T ({CONFIDENCE:.0%} band over trials)",
                       "xlabel": "round t", "ylabel": "(1/t) sum_(j<t) ||grad f(W_jM)||^2", "logx": True, "logy": True,
                       "x": [], "series": series})
     return plots
@@ -228,7 +229,8 @@ def _heterogeneity_rows(sets) -> pd.DataFrame:
                 with np.errstate(divide="ignore", invalid="ignore"):
                     ratio = np.where(device > 0, cluster / device, 0.0)
                 rows.append({"family": run.family, "partition": run.kind, "M": run.M, "T": int(T), "measure": measure,
-                             "trivial": run.M in (1, run.membership.size), "pairs": run.trials, "H_cluster": float(cluster.mean()), "H_device": float(device.mean()),
+                             "trivial": run.M in (1, run.membership.size), "pairs": run.trials,
+                             "H_cluster": float(cluster.mean()), "H_device": float(device.mean()),
                              "ratio_max": float(ratio.max()), "ratio_mean": float(ratio.mean()),
                              "exceed": int(np.sum(cluster > device * (1 + 1e-9) + 1e-15))})
     return pd.DataFrame(rows)
@@ -277,9 +279,10 @@ def _heterogeneity_evidence(table: pd.DataFrame) -> dict:
             "H_cluster_at_largest_H_device": float(largest["H_cluster"]), "H_device_largest": float(largest["H_device"]),
             "ratio_max_ball": float(ball["ratio_max"].max()),
             "ratio_max_visited": float(table.loc[table["measure"] == "visited", "ratio_max"].max()),
-            **{f"ratio_mean_{kind}": float(value) for kind, value in ball.groupby("partition")["ratio_mean"].mean().items()},
-            **{f"comparisons_{family}": int(pairs) for family, pairs in table.groupby("family", sort=False)["pairs"].sum()
-               .items()}}
+            **{f"ratio_mean_{kind}": float(value)
+               for kind, value in ball.groupby("partition")["ratio_mean"].mean().items()},
+            **{f"comparisons_{family}": int(pairs)
+               for family, pairs in table.groupby("family", sort=False)["pairs"].sum().items()}}
 
 
 # -- FC.A2 ----------------------------------------------------------------------------------------

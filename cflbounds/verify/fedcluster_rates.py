@@ -270,7 +270,8 @@ def check_tradeoff(ctx: VerifyContext) -> Verdict:
         evidence.update({f"{kind}_best_M_predicted": predicted_best, f"{kind}_best_M_measured": measured_best,
                          f"{kind}_excess_error_at_predicted_best": gap, f"{kind}_excess_error_low": low,
                          f"{kind}_excess_error_high": high, f"{kind}_excess_error_relative": relative})
-    summary = (conditions_disclosure(fraction, largest_me, Ms * E) + "reading: the M minimising Theorem 1's C/sqrt(M) (C exact for each partition and M) converges "
+    summary = (conditions_disclosure(fraction, largest_me, Ms * E)
+               + "reading: the M minimising Theorem 1's C/sqrt(M) (C exact for each partition and M) converges "
                f"fastest at equal resources; best M predicted/measured ((1/T) sum ||grad f(W_jM)||^2 at T = {T_ref}, "
                f"E = {E}, M up to {Ms[-1]}): " + ", ".join(f"{kind} {b[0]}/{b[1]}" for kind, b in best.items())
                + "; error at the predicted M above the best: "
