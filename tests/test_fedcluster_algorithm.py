@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 
 from cflbounds._validation import InvalidParameterError
-from cflbounds.algorithms.fedcluster import fedavg, fedcluster
+from cflbounds.algorithms.fedcluster import _STREAM_PARTICIPATION, fedavg, fedcluster
+from cflbounds.synthetic.counter_random import counter_hash, counter_uniform
+from cflbounds.synthetic.device_regression import make_device_regression
 from cflbounds.synthetic import make_quadratic_federation
 from cflbounds.synthetic.nonconvex import make_nonconvex_federation
 
@@ -17,15 +19,28 @@ def problem():
                                      separation=2.0, spread=0.5, noise_std=0.3, batch_size=B, seed=11)
 
 
+@pytest.fixture(scope="module")
+def weighted():
+    """Unequal device weights p_k: aggregation weights p_k / q_K and their renormalisation differ."""
+    weights = np.arange(1.0, N + 1) / np.arange(1.0, N + 1).sum()
+    return make_quadratic_federation(N, D, clusters=2, hessians="client", strong_convexity=0.5, smoothness=1.0,
+                                     separation=2.0, spread=0.5, noise_std=0.3, weights=weights, batch_size=B, seed=12)
+
+
 MEMBERSHIP = np.array([0, 1, 2, 0, 1, 2, 0, 1])  # unequal sizes (3, 3, 2): padding is exercised
 
 
-def looped(problem, membership, step, init, orders, gradient, local_steps=E):
+def full_participation(b, j, devices, weights):
+    """Every device of the cluster, aggregated with p_k / q_K."""
+    return devices, weights[devices] / weights[devices].sum()
+
+
+def looped(problem, membership, step, init, orders, gradient, local_steps=E, participants=full_participation):
     """Alg. 1 written out: per problem, round, cycle (in the recorded order), device and local
-    step; the server averages with p_k / q_K. ``gradient(b, k, w, xi)`` is the per-sample
+    step; the server averages the active devices (``participants(b, j, devices, p)`` -> active
+    devices and their aggregation weights). ``gradient(b, k, w, xi)`` is the per-sample
     gradient; ``step`` a number or a function of the round j."""
     step_of = step if callable(step) else (lambda j: step)
-    weights = problem.weights
     out = np.empty((problem.batch_size, orders.shape[1] + 1, problem.d))
     for b in range(problem.batch_size):
         W = np.array(init[b], dtype=float)
@@ -33,14 +48,13 @@ def looped(problem, membership, step, init, orders, gradient, local_steps=E):
         for j in range(orders.shape[1]):
             samples = problem.draw(local_steps, j).double().numpy()[b]  # (N, E, d): device k's round-j samples
             for cluster in orders[b, j]:
-                devices = np.flatnonzero(membership == cluster)
-                q = weights[devices].sum()
+                active, shares = participants(b, j, np.flatnonzero(membership == cluster), problem.weights)
                 aggregate = np.zeros(problem.d)
-                for k in devices:
+                for k, share in zip(active, shares):
                     w = W.copy()
                     for t in range(local_steps):
                         w = w - step_of(j) * gradient(b, k, w, samples[k, t])
-                    aggregate += weights[k] / q * w
+                    aggregate += share * w
                 W = aggregate
             out[b, j + 1] = W
     return out
@@ -76,18 +90,47 @@ def test_batched_equals_looped_on_nonconvex_devices():
     np.testing.assert_allclose(trace.round_models[:, 0], reference, rtol=1e-11, atol=1e-12)
 
 
-def test_one_cluster_is_fedavg_exactly(problem):
-    init = np.ones(D)
+def test_batched_equals_looped_on_device_regression():
+    """Samples are (x, y) rows of the devices' data sets; the per-sample gradient x (x^T w - y)."""
+    problem = make_device_regression(N, D, samples=list(range(3, 3 + N)), clusters=2, designs="client",
+                                     batch_size=2, seed=6)
+    init = np.random.default_rng(2).standard_normal((2, D))
+    trace = fedcluster(problem, MEMBERSHIP, rounds=4, local_steps=E, step_sizes=[0.1, 0.2], init=init,
+                       record_orders=True)
+    gradient = lambda b, k, w, xi: xi[:D] * (xi[:D] @ w - xi[D])
+    for c, step in enumerate([0.1, 0.2]):
+        reference = looped(problem, MEMBERSHIP, step, init, trace.orders, gradient)
+        np.testing.assert_allclose(trace.round_models[:, c], reference, rtol=1e-11, atol=1e-12)
+
+
+def fedavg_reference(problem, step, init, rounds, local_steps):
+    """FedAvg as McMahan et al. state it, with no clusters or orders: every round, every
+    device runs ``local_steps`` SGD steps from W on its own samples (vectorised over
+    devices), then W = sum_k p_k w_k."""
+    A = problem.hessians_exact  # (B, N, d, d)
+    out = np.empty((problem.batch_size, rounds + 1, problem.d))
+    W = np.array(init, dtype=float)
+    out[:, 0] = W
+    for j in range(rounds):
+        samples = problem.draw(local_steps, j).double().numpy()  # (B, N, E, d)
+        w = np.repeat(W[:, None], problem.clients, axis=1)
+        for t in range(local_steps):
+            w = w - step * np.einsum("bnij,bnj->bni", A, w - samples[:, :, t])
+        W = np.einsum("n,bnd->bd", problem.weights, w)
+        out[:, j + 1] = W
+    return out
+
+
+def test_one_cluster_is_fedavg_exactly(weighted):
+    init = np.ones((B, D))
     options = dict(rounds=T, local_steps=E, step_sizes=[0.1, 0.3], init=init, seed=1)
-    one_cluster = fedcluster(problem, np.zeros(N, dtype=int), **options)
-    average = fedavg(problem, **options)
-    np.testing.assert_array_equal(one_cluster.round_models, average.round_models)
+    one_cluster = fedcluster(weighted, np.zeros(N, dtype=int), **options)
+    average = fedavg(weighted, **options)
     assert average.config["method"] == "fedavg" and average.config["clusters"] == 1
-    # and FedAvg is local SGD on every device, then the p-weighted average (the loop)
-    orders = np.zeros((B, T, 1), dtype=int)
-    reference = looped(problem, np.zeros(N, dtype=int), 0.1, np.tile(init, (B, 1)), orders,
-                       quadratic_gradient(problem))
-    np.testing.assert_allclose(average.round_models[:, 0], reference, rtol=1e-12, atol=1e-12)
+    for c, step in enumerate(options["step_sizes"]):
+        reference = fedavg_reference(weighted, step, init, T, E)
+        np.testing.assert_allclose(one_cluster.round_models[:, c], reference, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(average.round_models[:, c], reference, rtol=1e-12, atol=1e-12)
 
 
 def test_deterministic_under_the_seed_and_independent_of_the_batch(problem):
@@ -137,6 +180,31 @@ def test_partial_participation_activates_half_of_each_cluster(problem, partial_w
         expected = total if total is not None else 2 / 4  # p_k / q_K over 2 of 4 equal devices
         np.testing.assert_allclose(weight.sum(-1), expected)
     assert len({tuple(np.flatnonzero(w[0] > 0)) for w in seen}) > 1  # different devices over the rounds
+
+
+@pytest.mark.parametrize("fraction", [0.6, 0.3])
+@pytest.mark.parametrize("partial_weights", ["renormalized", "paper"])
+def test_partial_participation_equals_a_loop(weighted, partial_weights, fraction):
+    """Partial participation against Alg. 1 written out: in round j each cluster activates the
+    max(1, round(fraction |S_K|)) devices with the smallest of the round's uniforms (the
+    algorithm's random source, keyed by the problem's seed, the participation stream, the run's
+    seed and j), each aggregated with p_k / sum_active p_k or p_k / q_K."""
+    run_seed = 4
+    keys = counter_hash(np.asarray(weighted.seeds, dtype=np.uint64), _STREAM_PARTICIPATION, run_seed)
+
+    def participants(b, j, devices, weights):
+        uniforms = counter_uniform(keys[b], j, N)
+        count = max(1, round(fraction * len(devices)))
+        active = np.array(sorted(devices, key=lambda k: uniforms[k])[:count])
+        total = weights[active].sum() if partial_weights == "renormalized" else weights[devices].sum()
+        return active, weights[active] / total
+
+    init = np.random.default_rng(1).standard_normal((B, D))
+    trace = fedcluster(weighted, MEMBERSHIP, rounds=T, local_steps=E, step_sizes=0.1, init=init, seed=run_seed,
+                       participation=fraction, partial_weights=partial_weights, record_orders=True)
+    reference = looped(weighted, MEMBERSHIP, 0.1, init, trace.orders, quadratic_gradient(weighted),
+                       participants=participants)
+    np.testing.assert_allclose(trace.round_models[:, 0], reference, rtol=1e-12, atol=1e-12)
 
 
 def test_divergence_is_recorded_not_raised(problem):

@@ -163,6 +163,11 @@ def test_theorem1_is_finite_and_consistent(L, E, M, T, gap, H, V, G):
     assert result.derived["eq13_bound"] <= result.value * (1 + 1e-12) or not result.assumptions[0].holds
     feasible = bounds.theorem1_feasibility(L=L, E=E, M=M, initial_gap=gap, H_cluster=H, variance=V, G=G)
     assert bool(feasible.derived["compatible"]) == bool(result.assumptions[0].holds)
+    # theorem1 and the feasibility check agree: the smallest T for both is inf exactly when incompatible
+    assert result.derived["conditions_compatible"] == feasible.derived["compatible"]
+    assert result.derived["smallest_T_for_T_condition"] == feasible.derived["smallest_T_for_T_condition"]
+    assert feasible.value == (result.derived["smallest_T_for_T_condition"] if result.assumptions[0].holds
+                              else math.inf)
 
 
 # -- the `cflbounds bound` examples of the issue --------------------------------------------------------------
@@ -181,6 +186,19 @@ def test_cli_bound_t1_prints_the_bound_and_both_conditions(capsys):
     assert code == 0 and not err
     assert "value = 0.0905097" in out
     assert "ME <= C/(8 L G^2)" in out and "T >= L^2 max(1, 16/(EM))" in out and "NO" in out
+
+
+def test_cli_bound_t1_never_offers_a_smallest_t_when_the_conditions_cannot_hold(capsys):
+    # ME = 20 > C/(8LG^2) = 4.8/8 = 0.6 for every T: no T meets both conditions; the T printed is
+    # named for what it is, the smallest T meeting the second condition alone
+    args = ["bound", "FC.T1", "--L", 1, "--E", 5, "--M", 4, "--T", 1000, "--initial-gap", 1, "--H-cluster", 0.5,
+            "--variance", 0.2, "--G", 1]
+    code, out, _ = run(capsys, *args)
+    assert code == 0
+    assert "conditions_compatible = 0" in out and "smallest_T_for_T_condition = 1\n" in out
+    assert "smallest_T =" not in out
+    code, out, _ = run(capsys, *args[:-1], 0.01)  # G = 0.01: largest ME = 6000, both hold from T = L^2 = 1
+    assert "conditions_compatible = 1" in out and "smallest_T_for_T_condition = 1\n" in out
 
 
 def test_cli_bound_t1_json_matches_the_function(capsys):

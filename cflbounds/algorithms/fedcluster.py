@@ -25,10 +25,12 @@ local step with the active cluster's local models ``w_{j,K,t}`` ``(B, S, C, d)``
 device positions ``(B, S)`` and aggregation weights ``(B, S)`` (0 = padding or inactive;
 ``w_bar_{j,K,t} = sum weight * w``). The method itself never computes a constant.
 
-A problem provides ``weights``, ``seeds``, ``draw(n, draw_index)`` ``(B, N, n, d)`` and
-``sample_gradients(models, samples, clients=...)`` on a ``(B, N')`` subset of devices
+A problem provides ``weights``, ``seeds``, ``draw(n, draw_index)`` ``(B, N, n, ...)`` (n
+samples per device, each whatever its ``sample_gradients`` reads: a point, or an (x, y)
+row) and ``sample_gradients(models, samples, clients=...)`` on a ``(B, N')`` subset of devices
 (:class:`~cflbounds.synthetic.quadratics.QuadraticFederation`,
-:class:`~cflbounds.synthetic.nonconvex.NonconvexFederation`).
+:class:`~cflbounds.synthetic.nonconvex.NonconvexFederation`,
+:class:`~cflbounds.synthetic.device_regression.DeviceRegression`).
 """
 from __future__ import annotations
 
@@ -73,7 +75,8 @@ def _is_device_problem(problem) -> bool:
     return all(hasattr(problem, name) for name in ("weights", "seeds", "draw", "sample_gradients", "batch_size"))
 
 
-_PROBLEM = Constraint(_is_device_problem, "a device problem (e.g. QuadraticFederation or NonconvexFederation)")
+_PROBLEM = Constraint(_is_device_problem,
+                      "a device problem (e.g. QuadraticFederation, NonconvexFederation or DeviceRegression)")
 _LABELS = Constraint(lambda v: np.ndim(v) == 1 and len(v) > 0 and np.asarray(v).dtype.kind in "iu"
                      and bool(np.all(np.asarray(v) >= 0)), "a 1-d array of non-negative int cluster labels")
 _STEP_SIZES = Constraint(
@@ -197,7 +200,7 @@ def _run(problem, membership, M, T, E, steps, init, schedule, participation, par
     orders = np.empty((B, T, M), dtype=np.int32) if record_orders else None
 
     for j in range(T):
-        samples = problem.draw(E, j)  # (B, N, E, d): device k's samples of round j
+        samples = problem.draw(E, j)  # (B, N, E, ...): device k's samples of round j
         order = _orders(order_seeds, j, M, reshuffle)
         if orders is not None:
             orders[:, j] = order
@@ -211,7 +214,7 @@ def _run(problem, membership, M, T, E, steps, init, schedule, participation, par
             cluster = order_t[:, K]  # (B,)
             clients = members_t[cluster]  # (B, S)
             weight = round_share[rows[:, 0], cluster]  # (B, S)
-            local_samples = samples[rows, clients]  # (B, S, E, d)
+            local_samples = samples[rows, clients]  # (B, S, E, ...)
             local = W[:, None].expand(B, clients.shape[1], C, d)
             for t in range(E):
                 if monitor is not None:

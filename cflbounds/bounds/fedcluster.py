@@ -121,7 +121,8 @@ def theorem1(*, L, E, M, T, initial_gap, H_cluster, variance, G) -> BoundResult:
     before ME <= C/(8LG^2) is used), ``trivial_bound`` = G^2 (eq. (1) already bounds every
     ||grad f(W_jM)||^2 by G^2; ``vacuous`` = 1 when the bound is not below it), whether the
     two conditions can hold together for some T (the first does not involve T) and the
-    smallest T that meets the second.
+    smallest T that meets the second alone (both hold from there when they can hold
+    together; :func:`theorem1_feasibility` gives inf when they cannot).
     """
     scale = 1.0 / math.sqrt(T * M * E)
     C = constant_c(initial_gap, L, H_cluster, variance)
@@ -132,6 +133,7 @@ def theorem1(*, L, E, M, T, initial_gap, H_cluster, variance, G) -> BoundResult:
     }
     bound = 2.0 * C * scale
     conditions = theorem1_conditions(L=L, E=E, M=M, T=T, C=C, G=G)
+    compatible, T_condition, _ = _feasibility(conditions, L, E, M)
     derived = {
         "C": C,
         "step_size": scale,
@@ -139,10 +141,19 @@ def theorem1(*, L, E, M, T, initial_gap, H_cluster, variance, G) -> BoundResult:
         "trivial_bound": G**2,
         "vacuous": float(bound >= G**2),
         "largest_ME": C / (8.0 * L * G**2),
-        "conditions_compatible": float(bool(conditions[0].holds)),
-        "smallest_T": smallest_rounds(L, E, M),
+        "conditions_compatible": float(compatible),
+        "smallest_T_for_T_condition": T_condition,
     }
     return BoundResult("FC.T1", bound, terms, derived, conditions, theorem1.__doc__)
+
+
+def _feasibility(conditions, L, E, M) -> tuple[bool, int | float, int | float]:
+    """Whether Theorem 1's ``conditions`` can hold together, the smallest T that meets the
+    second, and the smallest T for which both hold (inf when they cannot): the first,
+    ``ME <= C/(8 L G^2)``, does not involve T, and the second, ``T >= L^2 max(1, 16/(EM))``,
+    holds for every large T."""
+    compatible, T = bool(conditions[0].holds), smallest_rounds(L, E, M)
+    return compatible, T, (T if compatible else math.inf)
 
 
 @bound_params(_THEOREM1)
@@ -157,11 +168,10 @@ def theorem1_feasibility(*, L, E, M, initial_gap, H_cluster, variance, G) -> Bou
     C = constant_c(initial_gap, L, H_cluster, variance)
     T = smallest_rounds(L, E, M)
     conditions = theorem1_conditions(L=L, E=E, M=M, T=T, C=C, G=G)
-    compatible = bool(conditions[0].holds)
+    compatible, _, smallest_T = _feasibility(conditions, L, E, M)
     derived = {"C": C, "largest_ME": C / (8.0 * L * G**2), "compatible": float(compatible),
                "smallest_T_for_T_condition": T}
-    return BoundResult("FC.T1", T if compatible else math.inf, {}, derived, conditions,
-                       theorem1_feasibility.__doc__)
+    return BoundResult("FC.T1", smallest_T, {}, derived, conditions, theorem1_feasibility.__doc__)
 
 
 @bound_params({"M": COUNT, "E": COUNT, "T": COUNT, "C": NONNEGATIVE, "C_fedavg": NONNEGATIVE})

@@ -20,6 +20,7 @@ from ..bounds import fedcluster as fc_bounds
 from ..bounds._report import Inequality
 from .context import VerifyContext
 from .fedcluster_runs import CONFIDENCE, FAMILIES, mean_with_interval, run_set
+from .stats import mean_interval
 from .verdict import Verdict
 
 
@@ -27,13 +28,16 @@ from .verdict import Verdict
 # has cluster weights q = (1/4, 3/4), which Theorem 1 allows but its proof does not cover.
 T1_RUNS = {
     "smoke": {"trials": 8, "runs": [("quadratic", "random", M, 5, (16, 64)) for M in (1, 2, 4)]
-              + [("nonconvex", "random", 4, 5, (16, 64)), ("unequal", "planted", 2, 1, (100, 800))]},
+              + [("nonconvex", "random", 4, 5, (16, 64)), ("unequal", "planted", 2, 1, (100, 800))]
+              + [("regression", "random", M, 5, (16, 64)) for M in (1, 4)]},
     "default": {"trials": 32, "runs": [("quadratic", "random", M, 5, (16, 32, 64, 128, 256)) for M in (1, 2, 4, 8)]
                 + [("nonconvex", "random", M, 5, (16, 64, 256)) for M in (1, 4)]
-                + [("unequal", "planted", 2, 1, (100, 400, 1600))]},
+                + [("unequal", "planted", 2, 1, (100, 400, 1600))]
+                + [("regression", "random", M, 5, (16, 64, 256)) for M in (1, 2, 4, 8)]},
     "paper": {"trials": 100, "runs": [("quadratic", "random", M, 5, (16, 64, 256, 1024)) for M in (1, 2, 4, 8)]
               + [("nonconvex", "random", M, 5, (16, 64, 256, 1024)) for M in (1, 4, 8)]
-              + [("unequal", "planted", 2, 1, (100, 400, 1600, 6400))]},
+              + [("unequal", "planted", 2, 1, (100, 400, 1600, 6400))]
+              + [("regression", "random", M, 5, (16, 64, 256, 1024)) for M in (1, 2, 4, 8)]},
 }
 
 
@@ -121,6 +125,9 @@ def check_t1(ctx: VerifyContext) -> Verdict:
         "equal_weights_conditions_hold": float(equal["conditions_hold"].mean()) if len(equal) else math.nan,
         "unequal_weights_ratio_max": float(unequal["ratio"].max()) if len(unequal) else math.nan,
         "conditions_hold_with_ball_G": float((table["conditions_hold_ball_G"] == 1.0).mean()),
+        **{f"{family}_{name}": value for family, rows in table.groupby("family", sort=False) for name, value in (
+            ("points_conditions_hold", int((rows["conditions_hold"] == 1.0).sum())),
+            ("ratio_max", float(rows["ratio"].max())), ("ratio_high_max", float(rows["ratio_high"].max())))},
     }
     summary = (
         f"(1/T) sum ||grad f(W_jM)||^2 at eta = (TME)^-1/2 against 2C/sqrt(TME) with exact constants: "
@@ -130,15 +137,18 @@ def check_t1(ctx: VerifyContext) -> Verdict:
         f"{worst['measured']:.3g} vs bound {worst['bound']:.3g}); equal cluster "
         f"weights: measured/bound in [{evidence['equal_weights_ratio_min']:.3g}, "
         f"{evidence['equal_weights_ratio_max']:.3g}], bound not below the trivial G^2 at "
-        f"{evidence['points_vacuous']} points"
+        f"{evidence['points_vacuous']} points; by family (points meeting the conditions, largest measured/bound): "
+        + ", ".join(f"{family} {evidence[f'{family}_points_conditions_hold']}/{len(rows)} "
+                    f"{evidence[f'{family}_ratio_max']:.3g}" for family, rows in table.groupby("family", sort=False))
         + ("; with unequal q_K the uniformly reshuffled cycle settles at the minimiser of (1/M) sum_K f_SK, not "
            "of f, so ||grad f||^2 stays put while the bound falls (the proof takes cluster K with probability q_K)"
            if evidence["unequal_weights_ratio_max"] > 1 else "")
     )
     details = {
         "constants": "C with H_cluster = exact sup over the stated ball (center w*, or W_0 for the unequal family; "
-                     "radius = the run's farthest iterate); conditions with G^2 = max over every iterate of "
-                     "Assumption 2.3 (also reported with the ball's G^2)",
+                     "radius = the run's farthest iterate), and for the regression s_k^2 too (its variance grows with "
+                     "||w||); conditions with G^2 = max over every iterate of Assumption 2.3 (also reported with the "
+                     "ball's G^2)",
         "trials": "each trial an independent problem of its family; per-trial ratio measured/bound, mean with a "
                   f"{CONFIDENCE:.0%} Student-t interval",
         "unequal weights": "with q = (1/4, 3/4) reshuffled cycling settles at the minimiser of (1/M) sum_K f_SK, "
@@ -150,7 +160,8 @@ def check_t1(ctx: VerifyContext) -> Verdict:
         "vacuous": "the bound is compared with G^2, which eq. (1) already gives for every ||grad f(W_jM)||^2",
     }
     return Verdict("FC.T1", verdict, evidence, ctx.seed, int(table["trials"].sum()), CONFIDENCE, summary,
-                   assumptions=_condition_rows(worst), plot=_t1_plots(table), details=details)
+                   assumptions=_condition_rows(worst), plot=_t1_plots(table) + _round_plots(sets, table),
+                   details=details)
 
 
 def _condition_rows(row) -> list[dict]:
@@ -179,6 +190,34 @@ def _t1_plots(table):
     return plots
 
 
+def _round_plots(sets, table):
+    """Per family, for each M: the running average (1/t) sum_{j<t} ||grad f(W_jM)||^2 over
+    the rounds t of the run at the theorem's step size for its longest horizon T (mean over
+    trials, Student-t band), with that T's bound 2C/sqrt(TME) (mean over trials) as a line."""
+    plots = []
+    for family in dict.fromkeys(run.family for run in sets):
+        series, horizons = [], set()
+        for run in (run for run in sets if run.family == family):
+            T = int(run.horizons.max())
+            horizons.add(T)
+            running = np.cumsum(run.curve[:, :T], axis=1) / np.arange(1, T + 1)
+            mean, low, high = mean_interval(running, CONFIDENCE, axis=0)
+            bound = table.loc[(table["family"] == family) & (table["M"] == run.M) & (table["partition"] == run.kind)
+                              & (table["T"] == T), "bound"].iloc[0]
+            rounds = list(range(1, T + 1))
+            series += [{"label": f"M = {run.M}: (1/t) sum_(j<t) ||grad f(W_jM)||^2", "x": rounds, "y": mean.tolist(),
+                        "low": low.tolist(), "high": high.tolist(), "style": "line"},
+                       {"label": f"M = {run.M}: bound 2C/sqrt(TME) at T = {T}", "x": [1, T], "y": [float(bound)] * 2,
+                        "style": "dashed"}]
+        horizon = "/".join(map(str, sorted(horizons)))
+        plots.append({"kind": "line", "title": f"FC.T1 ({family}): running average of ||grad f(W_jM)||^2 over rounds "
+                                               f"t of the run with eta = (TME)^-1/2, T = {horizon}; the bound applies "
+                                               f"at t = T ({CONFIDENCE:.0%} band over trials)",
+                      "xlabel": "round t", "ylabel": "(1/t) sum_(j<t) ||grad f(W_jM)||^2", "logx": True, "logy": True,
+                      "x": [], "series": series})
+    return plots
+
+
 # -- FC.H -----------------------------------------------------------------------------------------
 def _heterogeneity_rows(sets) -> pd.DataFrame:
     rows = []
@@ -190,7 +229,8 @@ def _heterogeneity_rows(sets) -> pd.DataFrame:
                 with np.errstate(divide="ignore", invalid="ignore"):
                     ratio = np.where(device > 0, cluster / device, 0.0)
                 rows.append({"family": run.family, "partition": run.kind, "M": run.M, "T": int(T), "measure": measure,
-                             "pairs": run.trials, "H_cluster": float(cluster.mean()), "H_device": float(device.mean()),
+                             "trivial": run.M in (1, run.membership.size), "pairs": run.trials,
+                             "H_cluster": float(cluster.mean()), "H_device": float(device.mean()),
                              "ratio_max": float(ratio.max()), "ratio_mean": float(ratio.mean()),
                              "exceed": int(np.sum(cluster > device * (1 + 1e-9) + 1e-15))})
     return pd.DataFrame(rows)
@@ -204,17 +244,13 @@ def check_h(ctx: VerifyContext) -> Verdict:
     sets = _t1_sets(ctx) + [run for runs in tradeoff_sets(ctx).values() for run in runs]
     table = _heterogeneity_rows(sets)
     ctx.save_table("fc_heterogeneity", table)
-    exceed = int(table["exceed"].sum())
-    by_kind = table[(table["measure"] == "ball") & (table["M"] > 1)].groupby("partition")["ratio_mean"].mean()
-    largest = table.loc[table["H_device"].idxmax()]
-    evidence = {"comparisons": int(table["pairs"].sum()), "exceed": exceed,
-                "H_cluster_at_largest_H_device": float(largest["H_cluster"]), "H_device_largest": float(largest["H_device"]),
-                "ratio_max_ball": float(table.loc[table["measure"] == "ball", "ratio_max"].max()),
-                "ratio_max_visited": float(table.loc[table["measure"] == "visited", "ratio_max"].max()),
-                **{f"ratio_mean_{kind}": float(value) for kind, value in by_kind.items()}}
-    summary = (f"H_cluster <= H_device in {evidence['comparisons'] - exceed}/{evidence['comparisons']} comparisons "
-               f"(ball sup and visited max); largest H_cluster/H_device {evidence['ratio_max_ball']:.3g} (ball), "
-               + ", ".join(f"{kind} {value:.3g}" for kind, value in by_kind.items()) + " on average (M > 1)")
+    evidence = _heterogeneity_evidence(table)
+    by_kind = {key[len("ratio_mean_"):]: value for key, value in evidence.items() if key.startswith("ratio_mean_")}
+    summary = (f"H_cluster <= H_device in {evidence['comparisons'] - evidence['exceed']}/{evidence['comparisons']} "
+               f"comparisons with 1 < M < n (ball sup and visited max; the {evidence['trivial_comparisons']} with "
+               f"M = 1 or M = n, where H_cluster = 0 or H_device, apart: {evidence['trivial_exceed']} exceed); "
+               f"largest H_cluster/H_device {evidence['ratio_max_ball']:.3g} (ball), "
+               + ", ".join(f"{kind} {value:.3g}" for kind, value in by_kind.items()) + " on average")
     rate = table[(table["measure"] == "ball") & (table["family"] == "tradeoff")]
     plot = {"kind": "line", "title": "FC.H: H_cluster / H_device (sup over the stated ball) by partition",
             "xlabel": "clusters M", "ylabel": "mean H_cluster / H_device", "logx": True,
@@ -222,6 +258,7 @@ def check_h(ctx: VerifyContext) -> Verdict:
             "series": [{"label": kind, "x": rows["M"].tolist(), "y": rows["ratio_mean"].tolist()}
                        for kind, rows in ((k, rate[rate["partition"] == k].groupby("M", as_index=False)["ratio_mean"]
                                            .mean()) for k in TRADEOFF_KINDS) if len(rows)]}
+    exceed = evidence["exceed"] + evidence["trivial_exceed"]
     return Verdict("FC.H", "holds" if exceed == 0 else "violated", evidence, ctx.seed, evidence["comparisons"], 1.0,
                    summary, plot=plot,
                    details={"measures": "ball: exact sups over the ball holding the run's iterates (trust-region "
@@ -229,17 +266,40 @@ def check_h(ctx: VerifyContext) -> Verdict:
                             "tolerance": "H_cluster > H_device (1 + 1e-9) counts as an exceedance"})
 
 
+def _heterogeneity_evidence(table: pd.DataFrame) -> dict:
+    """Counts and extremes over the non-trivial partitions (1 < M < n); the trivial ones
+    (M = 1: H_cluster = 0; M = n: H_cluster = H_device) are counted apart. At the largest
+    H_device, the largest H_cluster of any partition is reported."""
+    trivial, table = table[table["trivial"]], table[~table["trivial"]]
+    ball = table[table["measure"] == "ball"]
+    at_largest = table[table["H_device"] == table["H_device"].max()]  # every partition of that problem
+    largest = at_largest.loc[at_largest["H_cluster"].idxmax()]  # the closest comparison there
+    return {"comparisons": int(table["pairs"].sum()), "exceed": int(table["exceed"].sum()),
+            "trivial_comparisons": int(trivial["pairs"].sum()), "trivial_exceed": int(trivial["exceed"].sum()),
+            "H_cluster_at_largest_H_device": float(largest["H_cluster"]), "H_device_largest": float(largest["H_device"]),
+            "ratio_max_ball": float(ball["ratio_max"].max()),
+            "ratio_max_visited": float(table.loc[table["measure"] == "visited", "ratio_max"].max()),
+            **{f"ratio_mean_{kind}": float(value)
+               for kind, value in ball.groupby("partition")["ratio_mean"].mean().items()},
+            **{f"comparisons_{family}": int(pairs)
+               for family, pairs in table.groupby("family", sort=False)["pairs"].sum().items()}}
+
+
 # -- FC.A2 ----------------------------------------------------------------------------------------
 def check_a2(ctx: VerifyContext) -> Verdict:
     """FC.A2 on the problems of the FC.T1 check: the exact constants, with both sides."""
     sets, rows = _t1_sets(ctx), []
     for run in sets:
-        c, spec = run.constants, FAMILIES[run.family]
+        c = run.constants
         source = f"FedCluster Assumption 2 ({run.family}, M={run.M})"
-        ripple = spec.get("amplitude", 0.0) * spec.get("frequency", 0.0) ** 2
         worst = np.unravel_index(np.argmax(c["G2_visited"] / c["G2_ball"]), c["G2_ball"].shape)
-        rows += [Inequality("sup_{w,xi} ||Hess f(w; xi)|| <= L (L-smooth per sample)", spec["smoothness"] + ripple,
-                            float(c["L"].min()), "<=", source),
+        spread = np.unravel_index(np.argmax(c["s2_visited"] - c["s2_ball"]), c["s2_ball"].shape)
+        hessian = _hessian_sup(run)  # (B,)
+        smooth = int(np.argmax(hessian - c["L"][:, 0]))
+        rows += [Inequality("sup_{w,xi} ||Hess f(w; xi)|| <= L (L-smooth per sample), worst trial",
+                            float(hessian[smooth]), float(c["L"][smooth, 0]), "<=", source),
+                 Inequality("max over the visited W_jM of E||grad f(w; xi) - grad f_k(w)||^2 <= max_k s_k^2, worst "
+                            "trial", float(c["s2_visited"][spread]), float(c["s2_ball"][spread]), "<=", source),
                  Inequality("max over the iterates of E||grad f(w; xi)||^2 <= G^2 (sup over the ball), worst trial",
                             float(c["G2_visited"][worst]), float(c["G2_ball"][worst]), "<=", source)]
     failing = sum(not bool(row.holds) for row in rows)
@@ -247,13 +307,31 @@ def check_a2(ctx: VerifyContext) -> Verdict:
     evidence = {"inequalities": len(rows), "failing": failing,
                 "L_max": float(max(run.constants["L"].max() for run in sets)),
                 "G2_visited_over_ball_min": float(ratio.min()), "G2_visited_over_ball_max": float(ratio.max())}
-    summary = (f"{len(rows) - failing}/{len(rows)} inequalities hold on the FC.T1 problems: per-sample smoothness "
-               f"exact (quadratic Hessians, plus alpha omega^2 for the ripple), local variance tau^2 ||A_k||_F^2 "
-               f"exact, G^2 along the iterates {ratio.min():.2f}-{ratio.max():.2f} of its sup over the stated ball")
+    summary = (f"{len(rows) - failing}/{len(rows)} inequalities hold on the FC.T1 problems ("
+               + ", ".join(dict.fromkeys(run.family for run in sets)) + "): per-sample smoothness exact (quadratic "
+               f"Hessians plus alpha omega^2 for the ripple; max ||x||^2 for the regression), local variance s_k^2 exact "
+               f"(tau^2 ||A_k||_F^2, or its sup over the stated ball for the regression), G^2 along the iterates "
+               f"{ratio.min():.2f}-{ratio.max():.2f} of its sup over the stated ball")
     return Verdict("FC.A2", "holds" if failing == 0 else "violated", evidence, ctx.seed, len(sets), 1.0, summary,
                    assumptions=[row.as_dict() for row in rows],
-                   details={"bounded below": "quadratic per-sample losses are >= 0; the ripple is >= -alpha d",
-                            "variance": "E||grad f(w; xi) - grad f_k(w)||^2 = tau_k^2 ||A_k||_F^2 at every w (exact)",
-                            "regression": "a Gaussian-design linear or logistic regression would fail A2.1: its "
-                                          "per-sample Hessian (2 x x^T, or sigma' x x^T) is unbounded in x; none "
-                                          "is used here"})
+                   details={"bounded below": "quadratic and squared-error per-sample losses are >= 0; the ripple is "
+                                             ">= -alpha d",
+                            "variance": "quadratic devices: E||grad f(w; xi) - grad f_k(w)||^2 = tau_k^2 ||A_k||_F^2 at "
+                                        "every w (exact); regression: a convex quadratic in w, unbounded on R^d, so "
+                                        "s_k^2 is its exact sup over the stated ball (trust region), compared with its "
+                                        "max over the visited W_jM",
+                            "regression": "finite device data sets with bounded inputs, so L = max ||x||^2 is the "
+                                          "per-sample Hessian's norm; a Gaussian design would fail A2.1 (x x^T "
+                                          "unbounded); no logistic variant (its variance and heterogeneity are not "
+                                          "quadratics in w: no exact sup over a ball)"})
+
+
+def _hessian_sup(run) -> np.ndarray:
+    """``sup_{w, xi} ||Hess f(w; xi)||`` per trial ``(B,)``, computed apart from the L the
+    bound uses: the generator's largest eigenvalue (plus the ripple's alpha omega^2) for
+    quadratic devices, the largest eigenvalue of ``x x^T`` over the data for the regression."""
+    spec = FAMILIES[run.family]
+    if spec["kind"] == "regression":
+        outer = np.einsum("bnid,bnie->bnide", run.problem.inputs, run.problem.inputs)
+        return np.linalg.eigvalsh(outer)[..., -1].max(axis=(1, 2))
+    return np.full(run.trials, spec["smoothness"] + spec.get("amplitude", 0.0) * spec.get("frequency", 0.0) ** 2)

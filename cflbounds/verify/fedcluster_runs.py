@@ -12,6 +12,8 @@ per horizon, step ``(TME)^(-1/2)``, sharing samples: common random numbers), wit
   iterate, so the ball holds every iterate) and as the max over the visited ``W_jM``
   (where the proof uses H), and ``G^2`` as the max over every iterate of Assumption 2.3
   (each device at its local models, every device at ``w_bar``) and as the ball's sup.
+  The local variances ``s_k^2`` are constants for the quadratic devices and, for the
+  regression family (where they grow with ||w||), exact sups over the same ball.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ import torch
 from ..algorithms.fedcluster import fedcluster
 from ..bounds import fedcluster as fc_bounds
 from ..synthetic import make_quadratic_federation
+from ..synthetic.device_regression import DeviceRegression, make_device_regression
 from ..synthetic.heterogeneity import quadratic_gradient_sup, quadratic_spread_sup, spread_at
 from ..synthetic.nonconvex import NonconvexFederation, make_nonconvex_federation
 from ..synthetic.partitions import make_partition
@@ -63,9 +66,19 @@ FAMILIES = {
     "tradeoff": {"kind": "quadratic", "clients": 32, "d": 4, "clusters": 4, "hessians": "shared",
                  "strong_convexity": 0.5, "smoothness": 1.0, "separation": 4.0, "spread": 0.5, "noise_std": 1.0,
                  "start": "away", "start_distance": 3.0, "ball": "optimum"},
+    # linear regression on finite device data sets (bounded inputs, a design covariance per
+    # cluster, an optimum per device): L = max ||x||^2 <= d design_max, small as above
+    "regression": {"kind": "regression", "clients": 16, "d": 4, "clusters": 4, "designs": "cluster", "samples": 24,
+                   "design_min": 0.003, "design_max": 0.006, "separation": 2.0, "spread": 0.5, "noise_std": 0.5,
+                   "start": "away", "start_distance": 4.0, "ball": "optimum"},
 }
-_PROBLEM_KEYS = ("clients", "d", "clusters", "proportions", "hessians", "strong_convexity", "smoothness",
-                 "separation", "spread", "noise_std")
+_PROBLEM_KEYS = {
+    "quadratic": ("clients", "d", "clusters", "proportions", "hessians", "strong_convexity", "smoothness",
+                  "separation", "spread", "noise_std"),
+    "regression": ("clients", "d", "clusters", "designs", "samples", "design_min", "design_max", "separation", "spread",
+                   "noise_std"),
+}
+_PROBLEM_KEYS["nonconvex"] = _PROBLEM_KEYS["quadratic"]
 _STREAM_START = 17
 _FAMILY_KEYS = {name: index for index, name in enumerate(FAMILIES)}
 
@@ -73,12 +86,13 @@ _FAMILY_KEYS = {name: index for index, name in enumerate(FAMILIES)}
 def family_problem(name: str, trials: int, seed: int, device: str = "cpu"):
     """The ``trials`` problems of family ``name`` (problem b's seed is spawned from (seed, family, b))."""
     spec = FAMILIES[name]
-    options = {key: spec[key] for key in _PROBLEM_KEYS if key in spec}
-    seeds = list(spawn_seeds(seed, trials, 40, _FAMILY_KEYS[name]))
+    options = {key: spec[key] for key in _PROBLEM_KEYS[spec["kind"]] if key in spec}
+    options.update(seed=list(spawn_seeds(seed, trials, 40, _FAMILY_KEYS[name])), batch_size=trials, device=device)
     if spec["kind"] == "nonconvex":
-        return make_nonconvex_federation(amplitude=spec["amplitude"], frequency=spec["frequency"], seed=seeds,
-                                         batch_size=trials, device=device, **options)
-    return make_quadratic_federation(seed=seeds, batch_size=trials, device=device, **options)
+        return make_nonconvex_federation(amplitude=spec["amplitude"], frequency=spec["frequency"], **options)
+    if spec["kind"] == "regression":
+        return make_device_regression(**options)
+    return make_quadratic_federation(**options)
 
 
 def mean_with_interval(samples) -> tuple[float, float, float]:
@@ -87,7 +101,8 @@ def mean_with_interval(samples) -> tuple[float, float, float]:
 
 
 def quadratic_part(problem):
-    """The quadratic devices (the non-convex family's ripple is shared, so it cancels in H)."""
+    """The devices' quadratic gradients (the non-convex family's ripple is shared, so it cancels
+    in H; a regression's device gradients are those of its full-gradient quadratics)."""
     return problem.quadratic if isinstance(problem, NonconvexFederation) else problem
 
 
@@ -131,22 +146,17 @@ def partition(name, problem, kind, M, seed) -> np.ndarray:
 
 class IterateMonitor:
     """Running maxima over the iterates of Assumption 2.3, per problem and run: the largest
-    distance from the ball's center, and (``gradients``) ``max E||grad f(w; xi)||^2`` with
-    ``E_xi grad f(w; xi) = grad f_k(w)`` (the per-sample gradient is affine in xi, so the
-    population gradient is the sample gradient at ``xi = b_k``)."""
+    distance from the ball's center, and (``gradients``) ``max E||grad f(w; xi)||^2``
+    (:func:`second_moment_kernel`)."""
 
     def __init__(self, problem, center, runs: int, gradients: bool):
-        quadratic = quadratic_part(problem)
         self.problem, self.gradients = problem, gradients
-        as_tensor = lambda a: torch.as_tensor(np.ascontiguousarray(a), dtype=problem.dtype, device=problem.device)
-        self.center = as_tensor(center)
-        self.means = as_tensor(quadratic.optima_exact)  # (B, N, d)
-        self.variance = as_tensor(quadratic.gradient_variance)  # (B, N)
+        self.second_moments = second_moment_kernel(problem)
+        self.center = torch.as_tensor(np.ascontiguousarray(center), dtype=problem.dtype, device=problem.device)
         B = problem.batch_size
         self.distance = torch.zeros(B, runs, dtype=problem.dtype, device=problem.device)
         self.g2_local = torch.zeros_like(self.distance)
         self.g2_average = torch.zeros_like(self.distance)
-        self.rows = torch.arange(B, device=problem.device)[:, None]
 
     def __call__(self, local, clients, weight):
         active = (weight > 0)[..., None]  # (B, S, 1)
@@ -154,19 +164,35 @@ class IterateMonitor:
         self.distance = torch.maximum(self.distance, distance.amax(dim=1))
         if not self.gradients:
             return
-        own = self.problem.sample_gradients(local, self.means[self.rows, clients][:, :, None], clients=clients)
-        own = (own.square().sum(-1) + self.variance[self.rows, clients][..., None]) * active
+        own = self.second_moments(local, clients) * active
         self.g2_local = torch.maximum(self.g2_local, own.amax(dim=1))
         average = torch.einsum("bs,bscd->bcd", weight, local)
-        every = average[:, None].expand(-1, self.means.shape[1], -1, -1)
-        at_average = self.problem.sample_gradients(every, self.means[:, :, None])
-        at_average = at_average.square().sum(-1) + self.variance[..., None]  # (B, N, C)
-        self.g2_average = torch.maximum(self.g2_average, at_average.amax(dim=1))
+        every = average[:, None].expand(-1, self.problem.clients, -1, -1)
+        self.g2_average = torch.maximum(self.g2_average, self.second_moments(every).amax(dim=1))
 
     def results(self) -> dict:
         as_numpy = lambda t: t.double().cpu().numpy()
         return {"distance": as_numpy(self.distance), "g2_local": as_numpy(self.g2_local),
                 "g2_average": as_numpy(self.g2_average)}
+
+
+def second_moment_kernel(problem):
+    """``kernel(models, clients=None)``: ``E_xi ||grad f(w; xi)||^2`` of each device at its
+    models ``(B, S, C, d)`` (devices at positions ``clients`` ``(B, S)``, all if None) ->
+    ``(B, S, C)``. For quadratic devices ``E_xi grad f(w; xi) = grad f_k(w)`` is the sample
+    gradient at ``xi = b_k`` (it is affine in xi) and the variance is the constant ``s_k^2``."""
+    if isinstance(problem, DeviceRegression):
+        return problem.second_moments
+    quadratic = quadratic_part(problem)
+    as_tensor = lambda a: torch.as_tensor(np.ascontiguousarray(a), dtype=problem.dtype, device=problem.device)
+    means, variance = as_tensor(quadratic.optima_exact), as_tensor(quadratic.gradient_variance)  # (B, N, d), (B, N)
+    rows = torch.arange(problem.batch_size, device=problem.device)[:, None]
+
+    def kernel(models, clients=None):
+        at, spread = (means, variance) if clients is None else (means[rows, clients], variance[rows, clients])
+        return problem.sample_gradients(models, at[:, :, None], clients=clients).square().sum(-1) + spread[..., None]
+
+    return kernel
 
 
 @dataclass
@@ -222,7 +248,7 @@ def _constants(problem, membership, trace, w0, center, seen, gradients) -> dict:
     quadratic = quadratic_part(problem)
     B, H = trace.round_models.shape[:2]
     per_run = {name: np.empty((B, H)) for name in ("H_cluster_ball", "H_device_ball", "H_cluster_visited",
-                                                  "H_device_visited", "G2_ball")}
+                                                  "H_device_visited", "G2_ball", "variance", "s2_ball", "s2_visited")}
     radius = seen["distance"]
     for h in range(H):  # the W_jM of run h: where the proof uses H
         cluster, device = spread_at(problem.client_gradients(trace.round_models[:, h]), problem.weights, membership)
@@ -230,12 +256,12 @@ def _constants(problem, membership, trace, w0, center, seen, gradients) -> dict:
         per_run["H_cluster_ball"][:, h] = quadratic_spread_sup(quadratic, membership, center, radius[:, h]).upper
         per_run["H_device_ball"][:, h] = quadratic_spread_sup(quadratic, np.arange(problem.clients), center,
                                                               radius[:, h]).upper
-        per_run["G2_ball"][:, h] = (_gradient_sup(problem, center, radius[:, h])
-                                    + quadratic.gradient_variance).max(axis=1)
-    variance = np.array([fc_bounds.variance_term(problem.weights, s2, membership)
-                         for s2 in quadratic.gradient_variance])
-    per_trial = {"L": problem.smoothness, "variance": variance,
-                 "gap": problem.global_loss(w0[:, None])[:, 0] - problem.global_min_value}
+        per_run["G2_ball"][:, h] = _second_moment_sup(problem, center, radius[:, h]).max(axis=1)
+        s2 = _variance_sup(problem, center, radius[:, h])  # (B, N): Assumption 2.2's s_k^2 on the ball
+        per_run["variance"][:, h] = [fc_bounds.variance_term(problem.weights, s, membership) for s in s2]
+        per_run["s2_ball"][:, h] = s2.max(axis=1)
+        per_run["s2_visited"][:, h] = _variances_at(problem, trace.round_models[:, h]).max(axis=(1, 2))
+    per_trial = {"L": problem.smoothness, "gap": problem.global_loss(w0[:, None])[:, 0] - problem.global_min_value}
     constants = {name: np.broadcast_to(value[:, None], (B, H)).copy() for name, value in per_trial.items()}
     constants.update(per_run, radius=radius)
     if gradients:
@@ -243,8 +269,27 @@ def _constants(problem, membership, trace, w0, center, seen, gradients) -> dict:
     return constants
 
 
-def _gradient_sup(problem, center, radius) -> np.ndarray:
-    """Upper end of ``sup_ball ||grad f_k||^2`` per device (exact for quadratics)."""
+def _variance_sup(problem, center, radius) -> np.ndarray:
+    """``sup_ball E||grad f(w; xi) - grad f_k(w)||^2`` per device ``(B, N)``: exact (a constant
+    for quadratic devices, a trust-region sup for the regression)."""
+    if isinstance(problem, DeviceRegression):
+        return problem.variance_sup(center, radius).upper
+    return quadratic_part(problem).gradient_variance
+
+
+def _variances_at(problem, points) -> np.ndarray:
+    """``s_k^2(w)`` at ``points`` ``(B, P, d)`` for every device, ``(B, P, N)``."""
+    if isinstance(problem, DeviceRegression):
+        return problem.gradient_variances(points)
+    variance = quadratic_part(problem).gradient_variance
+    return np.broadcast_to(variance[:, None], (variance.shape[0], points.shape[1], variance.shape[1]))
+
+
+def _second_moment_sup(problem, center, radius) -> np.ndarray:
+    """Upper end of ``sup_ball E||grad f(w; xi)||^2`` per device ``(B, N)`` (exact for the
+    quadratic and regression devices; for the ripple, the quadratic part's plus sup||grad psi||)."""
+    if isinstance(problem, DeviceRegression):
+        return problem.second_moment_sup(center, radius).upper
     if isinstance(problem, NonconvexFederation):
-        return problem.gradient_sup(center, radius)[1]
-    return quadratic_gradient_sup(problem, center, radius).upper
+        return problem.gradient_sup(center, radius)[1] + problem.gradient_variance
+    return quadratic_gradient_sup(problem, center, radius).upper + problem.gradient_variance
