@@ -148,7 +148,7 @@ def _verify(args) -> int:
     verdicts = verify_claims(args.ids, context)
     paths = write_verification(verdicts, context.tables, out)
     if args.json:
-        print(json.dumps([v.to_dict() for v in verdicts], indent=2))
+        print(json.dumps([v.to_dict() for v in verdicts], indent=2, allow_nan=False))
     else:
         print(_table(["claim", "verdict", "trials", "seconds", "summary"],
                      [[v.id, v.verdict, v.trials, f"{v.seconds:.1f}", v.summary] for v in verdicts], width=160))
@@ -178,6 +178,7 @@ def _bound_help() -> str:
 
 def _bound(args, extra: list[str]) -> int:
     from .verify.registry import get_claim
+    from .verify.verdict import json_safe
 
     if args.id is None:
         if args.help:
@@ -214,7 +215,8 @@ def _bound(args, extra: list[str]) -> int:
     if missing:
         raise InvalidParameterError(f"cflbounds bound {args.id}: missing required options {', '.join(missing)}")
     result = claim.bound(**values)
-    print(json.dumps(_bound_dict(args.id, result), indent=2) if args.json else _bound_text(args.id, result))
+    print(json.dumps(json_safe(_bound_dict(args.id, result)), indent=2, allow_nan=False) if args.json
+          else _bound_text(args.id, result))
     return 0
 
 

@@ -350,3 +350,17 @@ def test_sweep_rejects_non_finite_axis_values_up_front(capsys, tmp_path, option,
 def test_sweep_negative_seed_is_a_usage_error(capsys, tmp_path):
     code, _, err = run(capsys, *TINY, "--seed", "-1", "--out", tmp_path / "s")
     assert_usage_error(code, err, "seed")
+
+
+def test_bound_json_is_strict_where_the_bound_overflows(capsys):
+    """A = 41 over 1000 rounds: the bound is +inf; --json writes it as "inf" (strict JSON, no
+    Infinity token) and the text output as inf."""
+    argv = ["bound", "DSC.T1", "--initial-gap", "1", "--L", "1", "--mu", "0.5", "--learning-rate", "10",
+            "--delta-inter", "1", "--delta-intra", "1", "--weight-factor", "1", "--noise-factor", "1",
+            "--iterations", "1000"]
+    code, out, err = run(capsys, *argv, "--json")
+    assert code == 0 and err == ""
+    data = json.loads(out, parse_constant=lambda token: pytest.fail(f"non-standard JSON token {token}"))
+    assert data["value"] == "inf" and data["derived"]["A"] == 41.0
+    code, out, _ = run(capsys, *argv)
+    assert code == 0 and "value = inf" in out

@@ -1,4 +1,5 @@
 """PDF reports and report figures: page counts, layout inside the page, exact error bars."""
+import json
 import re
 from datetime import datetime, timezone
 
@@ -9,7 +10,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from cflbounds.reports import build_report, plot_from_spec, success_probability_figure
-from cflbounds.reports.pdf import PAGE_HEIGHT, PAGE_WIDTH, _summary_pages, _verdict_pages
+from cflbounds.reports.pdf import PAGE_HEIGHT, PAGE_WIDTH, _fmt, _summary_pages, _verdict_pages
 from cflbounds.verify.stats import clopper_pearson
 from cflbounds.verify.verdict import Verdict
 
@@ -161,3 +162,20 @@ def test_scatter_heatmap_and_own_x_series_are_drawn():
     assert [len(line.get_xdata()) for line in ax.lines] == [3, 5]
     with pytest.raises(ValueError, match="heatmap"):
         plot_from_spec({"kind": "heatmap", "matrix": [[]]})
+
+
+def test_non_finite_numbers_are_strict_json_and_survive_the_round_trip(tmp_path):
+    """verdicts.json is strict JSON (no Infinity/NaN tokens) and loses nothing: an overflowed
+    bound is "inf", not a null that reads like a missing value; the report prints it by name and
+    a plot reads it back as a float (drawn as a gap, as a missing value is)."""
+    verdict = Verdict(id="X.T1", verdict="vacuous", seed=1, trials=3, confidence=0.95,
+                      evidence={"bound": float("inf"), "lower": -np.inf, "slope": np.float64("nan"), "ratio": 0.5},
+                      plot={"kind": "line", "x": [1, 2, 3], "series": [{"label": "bound", "y": [1.0, np.inf, 2.0]}]})
+    text = verdict.to_json()
+    data = json.loads(text, parse_constant=lambda token: pytest.fail(f"non-standard JSON token {token}"))
+    assert data["evidence"] == {"bound": "inf", "lower": "-inf", "slope": "nan", "ratio": 0.5}
+    assert float(data["evidence"]["bound"]) == np.inf
+    assert Verdict.from_dict(data).to_dict() == data
+    assert [_fmt(v) for v in data["evidence"].values()] == ["inf", "-inf", "nan", "0.5"]
+    line = plot_from_spec(data["plot"]).axes[0].lines[0]
+    assert np.array_equal(line.get_xdata(), [1, 3]) and np.array_equal(line.get_ydata(), [1.0, 2.0])  # inf: a gap

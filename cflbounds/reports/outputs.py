@@ -53,7 +53,7 @@ def write_verification(verdicts, tables: dict, out) -> dict:
     """``out/verdicts.json``, ``out/tables/<name>.parquet`` and ``out/report.pdf``."""
     out = Path(out)
     (out / "tables").mkdir(parents=True, exist_ok=True)
-    _atomic_write_text(out / "verdicts.json", json.dumps([v.to_dict() for v in verdicts], indent=2))
+    _atomic_write_text(out / "verdicts.json", json.dumps([v.to_dict() for v in verdicts], indent=2, allow_nan=False))
     for name, frame in tables.items():
         _write_table(frame, out / "tables" / f"{name}.parquet")
     return {"verdicts": out / "verdicts.json", "tables": out / "tables", "report": _build(out)}

@@ -47,7 +47,8 @@ _MEASURE = TextToPath()
 
 
 def _fmt(value) -> str:
-    """Numbers to 4 significant digits (integers exactly), None as a dash, lists per item."""
+    """Numbers to 4 significant digits (integers exactly; inf and nan by name), None as a dash,
+    lists per item."""
     if value is None:
         return "–"
     if isinstance(value, (bool, np.bool_)):
@@ -55,7 +56,7 @@ def _fmt(value) -> str:
     if isinstance(value, numbers.Integral):
         return str(int(value))
     if isinstance(value, numbers.Real):
-        return f"{value:.4g}" if np.isfinite(value) else "–"
+        return f"{value:.4g}"
     if isinstance(value, (list, tuple)):
         shown = ", ".join(_fmt(v) for v in value[:4])
         return f"[{shown}, … ({len(value)} values)]" if len(value) > 4 else f"[{shown}]"

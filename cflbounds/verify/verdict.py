@@ -5,7 +5,7 @@ import json
 import math
 from dataclasses import asdict, dataclass, field
 
-__all__ = ["VERDICTS", "PASSING", "Verdict"]
+__all__ = ["VERDICTS", "PASSING", "Verdict", "json_safe"]
 
 VERDICTS = (
     "holds",  # measured behaviour within the bound at the stated confidence
@@ -20,16 +20,19 @@ VERDICTS = (
 PASSING = ("holds", "rate-consistent")
 
 
-def _plain(value):
-    """JSON-safe numbers: NaN/inf become None, numpy scalars become Python numbers."""
+def json_safe(value):
+    """``value`` as strict JSON (RFC 8259 has no Infinity or NaN): non-finite numbers become the
+    strings ``"inf"``, ``"-inf"``, ``"nan"`` (``float()`` and numpy read them back, so an
+    overflowed bound stays distinguishable from a missing value), numpy scalars and arrays
+    become Python numbers and lists."""
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [json_safe(v) for v in value]
     if hasattr(value, "tolist"):
-        return _plain(value.tolist())
+        return json_safe(value.tolist())
     if isinstance(value, float) and not math.isfinite(value):
-        return None
+        return str(value)
     return value
 
 
@@ -68,11 +71,11 @@ class Verdict:
         return self.verdict in PASSING
 
     def to_dict(self) -> dict:
-        return _plain(asdict(self))
+        return json_safe(asdict(self))
 
     @classmethod
     def from_dict(cls, data: dict) -> "Verdict":
         return cls(**data)
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2)
+        return json.dumps(self.to_dict(), indent=2, allow_nan=False)
