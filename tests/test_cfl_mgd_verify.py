@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cflbounds.verify.cfl_mgd as mgd_checks
+import cflbounds.verify.cfl_mgd_a38 as a38_checks
 from cflbounds.bounds import cfl_mgd as bounds
 from cflbounds.cli import main
 from cflbounds.verify import VERDICTS, Verdict, VerifyContext
@@ -82,16 +83,75 @@ def test_pep_factors_sit_beside_the_papers_and_the_measured_ones(verdicts):
     assert evidence["share_of_steps_with_bound_at_least_distance"] == 1.0
 
 
+def test_l2_rates_from_rest_are_not_an_artefact_of_one_horizon(verdicts):
+    # MLR has mu = L: at beta = 0.5 its tight worst case from rest is exactly 0 at t = 10 (and 6), so one
+    # horizon's root read 0.0; the rate over t <= 10 is the largest root, with the spectral radius beside it
+    evidence = verdicts["MGD.L2"].evidence
+    for family in ("mlr", "quadratics"):
+        for beta in (0, 0.5, 0.9):
+            name = f"{family}_beta{beta:g}"
+            rate = evidence[f"{name}_pep_rate_from_rest_max_t_le_10"]
+            radius = evidence[f"{name}_spectral_radius_quadratics"]
+            assert rate > 0 and 1 <= evidence[f"{name}_pep_rate_from_rest_attained_at_t"] <= 10
+            assert radius > 0 and rate >= radius - 0.1  # the asymptotic rate is reached or nearly so by t = 10
+    assert evidence["mlr_beta0.5_pep_rate_from_rest_max_t_le_10"] == pytest.approx(np.sqrt(0.5))
+    assert evidence["mlr_beta0.5_spectral_radius_quadratics"] == pytest.approx(np.sqrt(0.5))
+
+
+def test_l2_reports_the_derivations_drift_term_beside_the_printed_one(verdicts):
+    evidence = verdicts["MGD.L2"].evidence
+    for family in ("mlr", "quadratics"):
+        for beta in (0, 0.5, 0.9):
+            name = f"{family}_beta{beta:g}"
+            # rho0 loses (1 - beta) c4 l = (1 - beta)/8 when the drift term carries beta (A22, A26)
+            assert evidence[f"{name}_rho0"] - evidence[f"{name}_rho0_derivation"] == pytest.approx((1 - beta) / 8)
+    assert evidence["derivation_violations"] >= evidence["violations"]  # a smaller bound is exceeded at least as often
+    assert evidence["derivation_decrease_needs_beta_below_max"] == pytest.approx(0.25)
+    assert "as the proof derives it (beta c4 l" in verdicts["MGD.L2"].summary
+
+
 def test_t1_reports_a38_and_the_rate_fit(verdicts):
     evidence = verdicts["MGD.T1"].evidence
     assert evidence["a38_satisfiable_families"] == 0
-    assert evidence["a38_separation_needed_quadratics"] == pytest.approx(8 * 4.0**1.5)
+    assert evidence["a38_separation_needed_first_family"] == pytest.approx(8 * 4.0**1.5)
     assert evidence["beta0.5_decades"] >= 1.5
     assert evidence["beta0.5_slope_low"] <= evidence["beta0.5_slope"] <= evidence["beta0.5_slope_high"]
     assert evidence["rho_over_initial_radius_min"] > 1  # rho is vacuous
     # the claimed term g >= its leading term 1/sqrt(mn'): the fit against the leading term also counts
     assert evidence["beta0.5_leading_slope_low"] <= 1 <= evidence["beta0.5_leading_slope_high"]
     assert evidence["rate_consistent"] == 1.0
+
+
+def test_t1_says_which_fit_decided_the_rate(verdicts):
+    evidence, summary = verdicts["MGD.T1"].evidence, verdicts["MGD.T1"].summary
+    claimed = evidence["beta0.5_slope_low"] <= 1 <= evidence["beta0.5_slope_high"]
+    leading = evidence["beta0.5_leading_slope_low"] <= 1 <= evidence["beta0.5_leading_slope_high"]
+    assert evidence["rate_consistent_claimed_term"] == float(claimed)
+    assert evidence["rate_consistent_leading_term"] == float(leading)
+    assert evidence["rate_decided_by_leading_term"] == float(leading and not claimed)
+    assert ("decided by the claimed term" if claimed else "decided by its leading term") in summary
+    assert f"{evidence['beta0.5_slope']:.2f} [{evidence['beta0.5_slope_low']:.2f}" in summary
+    assert f"{evidence['beta0.5_leading_slope']:.2f} [{evidence['beta0.5_leading_slope_low']:.2f}" in summary
+
+
+def test_t1_reports_a38_under_both_readings_of_the_drift_term(verdicts):
+    evidence, summary = verdicts["MGD.T1"].evidence, verdicts["MGD.T1"].summary
+    for beta in (0, 0.5):  # as printed (c4 l): nowhere, for any beta
+        assert evidence[f"a38_printed_beta{beta:g}_satisfiable_on_some_admissible_problem"] == 0.0
+        assert evidence[f"a38_printed_beta{beta:g}_satisfiable_families"] == 0
+        assert np.isinf(evidence[f"a38_printed_beta{beta:g}_first_family_smallest_m_n_prime"])
+    # as derived (beta c4 l): for IFCA (beta = 0) on every family, with the smallest m n' found; not for beta = 0.5,
+    # which exceeds the limit C/(16 c4) = 1/4 of every admissible problem
+    assert evidence["a38_derivation_beta0_satisfiable_on_some_admissible_problem"] == 1.0
+    assert evidence["a38_derivation_beta0_satisfiable_families"] == evidence["a38_families"]
+    m, n_prime = (evidence[f"a38_derivation_beta0_first_family_best_{name}"] for name in ("m", "n_prime"))
+    assert evidence["a38_derivation_beta0_first_family_smallest_m_n_prime"] == pytest.approx(m * n_prime)
+    assert evidence["a38_derivation_beta0.5_satisfiable_on_some_admissible_problem"] == 0.0
+    assert evidence["a38_derivation_beta_limit_on_every_problem"] == pytest.approx(0.25)
+    assert evidence["a38_derivation_beta_limit_first_family"] == pytest.approx(1 / 64)  # (mu/L)^(3/2) Delta/8
+    assert "as printed" in summary and "as the proof derives it" in summary
+    assert f"m = {m:.0f}" in summary and "beta = 0.5: no n', m" in summary
+    assert "read with constant 1" in summary and "A38 needs it above 16 c4 (L/mu)^(3/2) >= 4" in summary
 
 
 def test_t1_unsatisfiable_rests_on_every_admissible_problem_not_on_the_families(verdicts):
@@ -103,10 +163,14 @@ def test_t1_unsatisfiable_rests_on_every_admissible_problem_not_on_the_families(
 
 def test_a38_on_every_problem_decides_at_the_extreme_problem():
     # A38 needs c4 < (mu/L)^(3/2) Delta/32 <= 2C/32: with A27's c4 = 1/4 it needs A4's constant C > 4
-    assert mgd_checks.a38_on_every_problem().derived["satisfiable"] == 0.0
-    assert mgd_checks.a38_on_every_problem(C=3.9).derived["satisfiable"] == 0.0
-    assert mgd_checks.a38_on_every_problem(C=4.1).derived["satisfiable"] == 1.0
-    assert mgd_checks.a38_on_every_problem(c4=0.06).derived["satisfiable"] == 1.0  # 0.06 < 1/16
+    assert a38_checks.a38_on_every_problem().derived["satisfiable"] == 0.0
+    assert a38_checks.a38_on_every_problem(C=3.9).derived["satisfiable"] == 0.0
+    assert a38_checks.a38_on_every_problem(C=4.1).derived["satisfiable"] == 1.0
+    assert a38_checks.a38_on_every_problem(c4=0.06).derived["satisfiable"] == 1.0  # 0.06 < 1/16
+    # in the derivation's reading beta c4 < C/16: beta < 1/4 with C = 1, beta < 1/2 with C = 2
+    derived = lambda **kwargs: a38_checks.a38_on_every_problem(c4_term="derivation", **kwargs).derived["satisfiable"]
+    assert derived(beta=0.24) == 1.0 and derived(beta=0.26) == 0.0
+    assert derived(beta=0.49, C=2.0) == 1.0 and derived(beta=0.51, C=2.0) == 0.0
 
 
 @settings(max_examples=60, deadline=None, derandomize=True)
@@ -123,8 +187,8 @@ def test_a38_fails_on_random_admissible_problems(condition, spread, l, norm, P, 
 def test_t1_is_not_unsatisfiable_when_a38_can_hold_somewhere(context, verdicts, monkeypatch):
     # planted: a c4 small enough for A38 on some admissible problem; the families (Delta = 1 < 32 c4 (L/mu)^1.5
     # for c4 = 0.01 and L/mu = 4 needs Delta > 2.56) still fail it, which alone must not make it unsatisfiable
-    original = mgd_checks.a38_on_every_problem
-    monkeypatch.setattr(mgd_checks, "a38_on_every_problem", lambda: original(c4=0.01))
+    original = a38_checks.a38_on_every_problem
+    monkeypatch.setattr(a38_checks, "a38_on_every_problem", lambda **kwargs: original(**{**kwargs, "c4": 0.01}))
     verdict = mgd_checks.check_t1(context)
     assert verdict.verdict != "unsatisfiable" and verdict.evidence["a38_satisfiable_on_some_admissible_problem"] == 1.0
     assert "on some admissible problems" in verdict.summary
