@@ -21,7 +21,7 @@ from cflbounds.bounds import cfl_mgd as bounds
 from cflbounds.cli import main
 from cflbounds.verify import VERDICTS, Verdict, VerifyContext
 from cflbounds.verify.cfl_mgd_misassignment import judge_lemma1
-from cflbounds.verify.cfl_mgd_speed import MIN_ROUNDS, _compare, judge_speed, rounds_to_target
+from cflbounds.verify.cfl_mgd_speed import GRIDS, MIN_ROUNDS, QUANTILES, _compare, judge_speed, rounds_to_target
 from cflbounds.verify.run import verify_claims
 
 SEED = 0
@@ -290,6 +290,42 @@ def test_speed_tuning_breaks_median_ties_by_the_mean():
     worse = table[table["beta"] == 0.5].assign(beta=0.3, rounds=[3] * 19 + [40] + [3] * 19 + [40])
     table = pd.concat([table, worse], ignore_index=True)  # beta 0.3: same median 3, larger mean
     assert _compare(table, seed=0)["mgd_beta"] == 0.5
+
+
+def test_speed_flags_a_choice_at_the_edge_of_the_grid():
+    table = _speed_table([9] * 20, [6] * 20)
+    slower = table.assign(step=0.5, rounds=table["rounds"] + 3)  # a smaller step, slower for both methods
+    result = _compare(pd.concat([table, slower], ignore_index=True), seed=0)
+    assert result["ifca_step"] == result["mgd_step"] == 1.0  # the largest step of the grid {0.5, 1}
+    assert result["ifca_step_at_grid_edge"] == result["mgd_step_at_grid_edge"] == 1.0
+    middle = pd.concat([table, slower, table.assign(step=2.0, rounds=table["rounds"] + 5)], ignore_index=True)
+    assert _compare(middle, seed=0)["ifca_step_at_grid_edge"] == 0.0  # 1 inside {0.5, 1, 2}
+
+
+def test_speed_reports_the_distribution_over_trials():
+    result = _compare(_speed_table(list(range(1, 21)), [2] * 20), seed=0)
+    ifca = [result[f"ifca_rounds_q{q}"] for q in (10, 25, 50, 75, 90)]
+    assert ifca == pytest.approx(np.quantile(np.arange(1, 21), QUANTILES))
+    assert result["ifca_rounds_q50"] == result["ifca_rounds_median"] and result["mgd_rounds_q90"] == 2.0
+
+
+def test_speed_at_smoke_chooses_steps_inside_the_grid_and_plots_quantiles(verdicts):
+    verdict = verdicts["MGD.SPEED"]
+    evidence, summary = verdict.evidence, verdict.summary
+    names = ("quadratics_kappa16", "quadratics_kappa100", "logistic", "mlr")
+    assert evidence["chosen_steps_at_grid_edge"] == 0
+    grid = GRIDS["smoke"]["steps"]
+    for name in names:
+        for method in ("ifca", "mgd"):
+            assert grid[0] < evidence[f"{name}_{method}_step"] < grid[-1]
+            quantiles = [evidence[f"{name}_{method}_rounds_q{q}"] for q in (10, 25, 50, 75, 90)]
+            assert quantiles == sorted(quantiles)
+    bars = verdict.plot["series"]
+    assert [s["low"] for s in bars] == [[evidence[f"{n}_{m}_rounds_q10"] for n in names] for m in ("ifca", "mgd")]
+    assert [s["high"] for s in bars] == [[evidence[f"{n}_{m}_rounds_q90"] for n in names] for m in ("ifca", "mgd")]
+    # MLR is not judged (degenerate), but its measured difference is in the summary
+    mlr = summary[summary.index("mlr:"):]
+    assert f"mean difference {evidence['mlr_difference_mean']:.2f}" in mlr and "measured: " in mlr
 
 
 @pytest.mark.parametrize("outcomes, verdict", [
