@@ -214,18 +214,18 @@ def check_speed(ctx: VerifyContext) -> Verdict:
         return text + f": {r['outcome']}"
 
     summary = "; ".join(describe(name, r) for name, r in results.items())
-    labels = [family.label for family, _, _ in FAMILIES]
     bars = lambda method: {"y": [r[f"{method}_rounds_q50"] for r in results.values()],
                            "low": [r[f"{method}_rounds_q10"] for r in results.values()],
                            "high": [r[f"{method}_rounds_q90"] for r in results.values()]}
     plot = {"kind": "bar", "title": "MGD.SPEED: rounds until the excess loss reaches the target fraction of its start "
                                     "(bars: median, whiskers: 10% and 90% quantiles over the evaluation trials)",
-            "xlabel": "problem", "ylabel": "rounds", "x": labels,
+            "xlabel": "problem (evidence prefix; details name each family)", "ylabel": "rounds", "x": list(results),
             "series": [{"label": "IFCA (best step)", **bars("ifca")},
                        {"label": "CFL-MGD (best step and beta)", **bars("mgd")}]}
     return Verdict("MGD.SPEED", verdict, evidence, ctx.seed, int(sum(r["evaluation_trials"] for r in results.values())),
                    CONFIDENCE, summary, plot=plot,
-                   details={"budget": f"step sizes {GRIDS[ctx.scale]['steps']} x 1/L for both; beta in "
+                   details={"problems": "; ".join(f"{_name(family)}: {family.label}" for family, _, _ in FAMILIES),
+                            "budget": f"step sizes {GRIDS[ctx.scale]['steps']} x 1/L for both; beta in "
                                       f"{GRIDS[ctx.scale]['betas'][1:]} for CFL-MGD",
                             "selection": f"best by median rounds (ties by the mean) on {cfg['tuning']} tuning trials "
                                          f"per problem, compared on {cfg['trials']} others",
