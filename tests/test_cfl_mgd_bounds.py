@@ -1,5 +1,6 @@
-"""CFL-MGD's bounds as code: closed forms, the proof's constants, A38's satisfiability,
-model averaging's recursion, and validation (including hypothesis fuzzing)."""
+"""CFL-MGD's bounds as code: closed forms, the proof's constants, both readings of rho0's drift
+term, A38's satisfiability, model averaging's recursion, and validation (every parameter of
+every bound, and hypothesis fuzzing with hostile values)."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,6 +10,7 @@ from hypothesis import strategies as st
 
 from cflbounds import InvalidParameterError
 from cflbounds.bounds import cfl_mgd as B
+from cflbounds.verify.testing import invalid_values
 
 PROBLEM = dict(v=2.0, sigma=1.0, L=2.0, mu=1.0, l=0.5, m=100, n_prime=50, P=2, delta=1.0, beta=0.5)
 
@@ -99,13 +101,18 @@ def test_theorem1_rho_iterations_and_a38():
     assert result.derived["iterations"] == 0.0  # Delta/(2 rho) < 1
 
 
-def test_a38_makes_rho_at_most_twice_the_initial_radius():
-    # with rho0 at A38's threshold, rho = (16L/(mu l)) rho0 = (1/2) sqrt(mu/L) Delta = 2 x (1/4) sqrt(mu/L) Delta
+def test_theorem1_at_a38s_threshold_gives_rho_twice_the_initial_radius():
+    # rho0 = c4 l alone (every other term zeroed), with c4 l set to A38's threshold (l/32)(mu/L)^(3/2) Delta:
+    # theorem1's rho = (16L/(mu l)) rho0 is then (1/2) sqrt(mu/L) Delta, twice Assumption 4's radius
     L, mu, l, delta = 4.0, 1.0, 0.25, 3.0
-    threshold = l / 32 * (mu / L) ** 1.5 * delta
-    assert 16 * L / (mu * l) * threshold == pytest.approx(2 * 0.25 * np.sqrt(mu / L) * delta)
-
-
+    zero = {f"c{i}": 0.0 for i in (1, 2, 3, 5, 6)}
+    result = B.theorem1(**{**PROBLEM, "v": 0.0, "sigma": 0.0, "L": L, "mu": mu, "l": l, "delta": delta}, **zero,
+                        c4=(mu / L) ** 1.5 * delta / 32)
+    assert result.derived["rho0"] == pytest.approx(result.derived["a38_threshold"])
+    assert result.value == pytest.approx(2 * result.derived["initial_radius"])
+    assert result.derived["initial_radius"] == pytest.approx(0.25 * np.sqrt(mu / L) * delta)
+    # T = (8L/(l mu)) log(Delta/(2 rho)) with Delta/(2 rho) = sqrt(L/mu)
+    assert result.derived["iterations"] == pytest.approx(8 * L / (l * mu) * np.log(np.sqrt(L / mu)))
 @pytest.mark.parametrize("L_over_mu", [1.0, 2.0, 4.0])
 def test_a38_is_satisfiable_iff_delta_exceeds_8_condition_number_to_three_halves(L_over_mu):
     needed = 8 * L_over_mu**1.5
@@ -183,3 +190,126 @@ def test_fuzz_lemma2_and_theorem1_raise_only_invalid_parameter_error(name, value
         except InvalidParameterError:
             continue
         assert np.isfinite(result.value) or np.isinf(result.value)
+
+
+# -- the drift term: as printed (c4 l, A27) and as derived (beta c4 l, A22 with eta = 1/L and A26) -----------
+def test_drift_term_readings():
+    lambdas = (0.01, 0.02, 0.03, 0.04, 0.05)
+    printed = B.rho0_terms(lambdas=lambdas, **PROBLEM)
+    derived = B.rho0_terms(lambdas=lambdas, c4_term="derivation", **PROBLEM)
+    assert derived["momentum_drift"] == pytest.approx(PROBLEM["beta"] * printed["momentum_drift"])
+    assert {k: v for k, v in derived.items() if k != "momentum_drift"} == {
+        k: v for k, v in printed.items() if k != "momentum_drift"}
+    ifca = B.rho0_terms(lambdas=lambdas, c4_term="derivation", **{**PROBLEM, "beta": 0.0})
+    assert ifca["momentum_drift"] == 0.0  # vanishes for IFCA, as A22's (eta beta/m) term does
+    for function in (lambda **kw: B.lemma2(0.2, **kw), B.theorem1):
+        gap = function(**PROBLEM).derived["rho0"] - function(**PROBLEM, c4_term="derivation").derived["rho0"]
+        assert gap == pytest.approx((1 - PROBLEM["beta"]) * 0.25 * PROBLEM["l"])
+
+
+@pytest.mark.parametrize("L_over_mu, delta", [(1.0, 2.0), (4.0, 1.0), (2.0, 5.0)])
+def test_a38_in_the_derivations_reading_holds_iff_beta_is_below_its_limit(L_over_mu, delta):
+    # beta c4 l < (l/32)(mu/L)^(3/2) Delta  <=>  beta < (mu/L)^(3/2) Delta/(32 c4) = (mu/L)^(3/2) Delta/8
+    limit = L_over_mu**-1.5 * delta / 8
+    base = dict(v=1.0, sigma=0.5, L=L_over_mu, mu=1.0, l=0.5, P=2, delta=delta, points=2, c4_term="derivation")
+    below, above = B.a38_satisfiability(**base, beta=0.99 * limit), B.a38_satisfiability(**base, beta=1.01 * limit)
+    assert below.derived["beta_limit"] == pytest.approx(limit) and below.derived["satisfiable"] == 1.0
+    assert above.derived["satisfiable"] == 0.0 and np.isinf(above.value)
+    assert not above.assumptions[0].holds and below.assumptions[0].holds
+    # as printed the same problems are unsatisfiable whatever beta (Delta <= 5 < 8 (L/mu)^(3/2))
+    printed = B.a38_satisfiability(**{**base, "c4_term": "printed"}, beta=0.0)
+    assert printed.derived["satisfiable"] == 0.0 and np.isinf(printed.value)
+
+
+def test_a38_for_ifca_in_the_derivations_reading_reports_the_smallest_n_prime():
+    base = dict(v=1.0, sigma=0.5, L=4.0, mu=1.0, l=0.5, P=2, delta=1.0, beta=0.0)
+    result = B.a38_satisfiability(**base, points=4, c4_term="derivation")
+    assert result.derived["satisfiable"] == 1.0 and np.isfinite(result.value)
+    m, n_prime = int(result.derived["best_m"]), float(result.derived["best_n_prime"])
+    problem = {**base, "m": m}
+    rho0 = lambda n: sum(B.rho0_terms(lambdas=B.optimal_lambdas(0.1, n_prime=n, c4_term="derivation", **problem),
+                                      n_prime=n, c4_term="derivation", **problem).values())
+    assert rho0(n_prime) <= result.derived["a38_threshold"] * (1 + 1e-6)
+    assert rho0(0.99 * n_prime) > result.derived["a38_threshold"]
+    assert result.value == pytest.approx(m * n_prime)
+    # theorem1 at those m and (1% more than) n' with the optimal lambdas: A38 holds; as printed it cannot
+    lambdas = B.optimal_lambdas(0.1, n_prime=1.01 * n_prime, m=m, c4_term="derivation", **base)
+    given = dict(**{**base, "m": m, "n_prime": 1.01 * n_prime}, **dict(zip([f"lambda{i}" for i in range(5)],
+                                                                          map(float, lambdas))))
+    theorem = B.theorem1(**given, c4_term="derivation")
+    assert theorem.derived["a38_satisfiable"] == 1.0 and theorem.derived["a38_holds"] == 1.0
+    assert B.theorem1(**given).derived["a38_satisfiable"] == 0.0 == B.theorem1(**given).derived["a38_holds"]
+
+
+@pytest.mark.parametrize("reading, satisfiable", [("printed", "0"), ("derivation", "1")])
+def test_cli_bound_t1_exposes_the_drift_reading(capsys, reading, satisfiable):
+    from cflbounds.cli import main
+
+    argv = ["bound", "MGD.T1", "--v", "1", "--sigma", "1", "--L", "1", "--mu", "1", "--l", "0.5", "--m", "100",
+            "--n-prime", "100", "--P", "2", "--delta", "2", "--beta", "0.1", "--c4-term", reading]
+    assert main(argv) == 0
+    assert f"a38_satisfiable = {satisfiable}\n" in capsys.readouterr().out
+    assert main([*argv[:-1], "as-printed"]) == 2
+    assert "'c4_term'" in capsys.readouterr().err
+
+
+def test_statements_are_whole_sentences():
+    # the CLI prints a bound's first two docstring paragraphs as its statement: they must not stop mid-sentence
+    for result in (B.lemma1(0.5, 1, 2, 100), B.lemma2(0.1, **PROBLEM), B.theorem1(**PROBLEM),
+                   B.model_averaging_bound(0.5, step=0.1, L=2.0, cluster_size=10, beta=0.5, T=10)):
+        assert result.statement.endswith("."), result.statement
+
+
+# -- validation: every parameter of every CFL-MGD bound, and hostile values ---------------------------------
+VALID = {
+    B.lemma1: dict(sigma=0.5, delta=1.0, mu=2.0, n_prime=100),
+    B.assumptions: dict(init_distance=0.1, delta=1.0, mu=1.0, L=4.0, sigma=0.5, n_prime=100, P=2, l=0.5, m=100, d=10),
+    B.contraction_factor: dict(l=0.5, mu=1.0, L=4.0),
+    B.lemma2: dict(distance=0.1, **PROBLEM),
+    B.theorem1: dict(PROBLEM),
+    B.a38_satisfiability: dict({k: v for k, v in PROBLEM.items() if k not in ("m", "n_prime")}, points=2),
+    B.rate_shape: dict(m=100, n_prime=50),
+    B.model_averaging_recursion: dict(errors=(0.5, 0.4, 0.3), step=0.1, L=2.0, cluster_size=10, beta=0.5,
+                                      iterations=4),
+    B.model_averaging_bound: dict(eps0=0.5, step=0.1, L=2.0, cluster_size=10, beta=0.5, T=10),
+}
+CASES = [(function, name, value) for function in VALID for name, constraints in function.parameter_constraints.items()
+         for value in invalid_values(constraints)]
+
+
+@pytest.mark.parametrize("function, name, value", CASES, ids=[f"{f.__name__}-{n}-{v!r}" for f, n, v in CASES])
+def test_every_parameter_is_validated_with_its_name(function, name, value):
+    with pytest.raises(InvalidParameterError) as error:
+        function(**{**VALID[function], name: value})
+    assert f"'{name}'" in str(error.value) and function.__name__ in str(error.value)
+
+
+@pytest.mark.parametrize("errors", [(0.5, float("nan"), 0.3), (0.5, -0.1, 0.3), (0.5, float("inf"), 0.3),
+                                    (np.array([0.5, np.nan]), 0.4, 0.3), ([0.5, 0.4], [0.4, 0.3, 0.2], 0.3),
+                                    (0.5, 0.4), (0.5, 0.4, 0.3, 0.2), 0.5, "abc"])
+def test_model_averaging_recursion_rejects_errors_that_are_not_three_measured_distances(errors):
+    with pytest.raises(InvalidParameterError, match="'errors'.*three measured errors"):
+        B.model_averaging_recursion(errors, step=0.1, L=2.0, cluster_size=10, beta=0.5, iterations=4)
+
+
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(st.lists(st.one_of(st.floats(0, 1e300), st.sampled_from([0.0, 1e300, 5e-324])), min_size=3, max_size=3),
+       st.floats(1e-300, 1e300), st.floats(0, 0.999), st.integers(2, 60))
+def test_model_averaging_recursion_on_valid_errors_never_gives_nan(errors, step, beta, iterations):
+    bounds = B.model_averaging_recursion(tuple(errors), step=step, L=1.0, cluster_size=10, beta=beta,
+                                         iterations=iterations)
+    assert bounds.shape == (iterations + 1,) and not np.isnan(bounds).any()
+    assert np.all(bounds[3:] >= bounds[2:-1])  # from eps_2 on each bound is at least the previous one
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(st.sampled_from(sorted(VALID[B.a38_satisfiability])), _HOSTILE)
+def test_fuzz_a38_satisfiability_raises_only_invalid_parameter_error(name, value):
+    try:
+        result = B.a38_satisfiability(**{**VALID[B.a38_satisfiability], name: value})
+    except InvalidParameterError as error:
+        assert name in str(error) or "mu" in str(error)  # mu <= L is a combination of two parameters
+        return
+    assert not np.isnan(result.value) and not any(np.isnan(np.asarray(v, dtype=float)).any()
+                                                  for v in result.derived.values())

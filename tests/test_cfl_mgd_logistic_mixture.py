@@ -9,10 +9,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import integrate, special
 
 from cflbounds import InvalidParameterError
+from cflbounds.verify.testing import invalid_values
 from cflbounds.synthetic.logistic_mixture import (
+    S_MAX,
     LogisticMixture,
     _h,
     _h2,
@@ -143,3 +147,56 @@ def test_problem_depends_only_on_its_seed_and_draws_are_reproducible():
 def test_invalid_parameters_name_the_parameter(kwargs, name):
     with pytest.raises(InvalidParameterError, match=name):
         make_logistic_mixture(**{**dict(k=3, m=9, n=4, d=5), **kwargs})
+
+
+def test_h_keeps_its_accuracy_up_to_the_largest_teacher_norm():
+    # the constants are exact only while the quadrature resolves sigmoid'(s z): the generator caps ||u_p|| at S_MAX
+    slope = lambda t: special.expit(t) * special.expit(-t)
+    density = lambda z: np.exp(-z * z / 2) / np.sqrt(2 * np.pi)
+    for s in (10.0, S_MAX):
+        exact = 2 * sum(integrate.quad(lambda z: slope(s * z) * density(z), a, b, epsabs=1e-16, epsrel=1e-13,
+                                       limit=500)[0] for a, b in ((0, 50 / s), (50 / s, np.inf)))
+        assert _h(s) == pytest.approx(exact, rel=1e-11)
+
+
+@pytest.mark.parametrize("separation, regularization", [(1e8, 1e-300), (1e300, 5e-324), (100.0, 1e-6)])
+def test_a_teacher_beyond_the_exact_range_is_a_clear_error(separation, regularization):
+    # (1e8, 1e-300) once doubled alpha to inf and raised scipy's "function value at x=inf is NaN"
+    with pytest.raises(InvalidParameterError, match="teacher"):
+        make_logistic_mixture(k=2, m=4, n=3, d=3, separation=separation, regularization=regularization)
+
+
+_DECADES = lambda low, high: st.floats(low, high).map(lambda exponent: 10.0**exponent)
+_HOSTILE = st.sampled_from([5e-324, 1e-300, 1e-151, 1e300, 2**70, 10**400, 0.0, -1.0, float("nan"), float("inf"),
+                            "1", None])
+
+
+@settings(max_examples=120, deadline=None, derandomize=True)
+@given(st.integers(1, 3), st.integers(0, 3), st.integers(1, 4), st.integers(0, 3),
+       st.one_of(_DECADES(-149, 1.7), _DECADES(-3, 1.5), _HOSTILE),
+       st.one_of(_DECADES(-300, 1), _DECADES(-3, 0), _HOSTILE))
+def test_hostile_reals_give_a_clear_error_or_an_exact_problem(k, extra_m, n, extra_d, separation, regularization):
+    m, d = k + extra_m, max(2, k + extra_d)
+    try:
+        problem = make_logistic_mixture(k, m, n, d, separation=separation, regularization=regularization, seed=1)
+    except InvalidParameterError as error:
+        assert str(error)
+        return
+    # a valid problem: planted minimisers exactly Delta apart, stationary, a teacher within the exact range
+    np.testing.assert_allclose(problem.center_distances[:, ~np.eye(k, dtype=bool)], separation, rtol=1e-12)
+    assert np.linalg.norm(problem.teachers_exact, axis=-1).max() <= S_MAX * (1 + 1e-12)
+    gradient = np.stack([problem.population_gradient(problem.theta_star_exact[:, p], p) for p in range(k)], axis=1)
+    assert np.abs(gradient).max() <= 1e-12 * max(1.0, regularization * separation)
+    assert torch.isfinite(problem.features).all() and set(problem.labels.unique().tolist()) <= {-1.0, 1.0}
+    assert problem.strong_convexity == regularization and problem.smoothness == regularization + 0.25
+
+
+VALID = dict(k=2, m=4, n=3, d=3, separation=1.0, regularization=0.1, proportions=None, batch_size=1, seed=0)
+CASES = [(name, value) for name, constraints in make_logistic_mixture.parameter_constraints.items()
+         for value in invalid_values(constraints) if name in VALID]
+
+
+@pytest.mark.parametrize("name, value", CASES, ids=[f"{n}-{v!r}" for n, v in CASES])
+def test_every_parameter_is_validated_with_its_name(name, value):
+    with pytest.raises(InvalidParameterError, match=f"'{name}'"):
+        make_logistic_mixture(**{**VALID, name: value})

@@ -16,11 +16,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cflbounds.verify.cfl_mgd as mgd_checks
+import cflbounds.verify.cfl_mgd_a38 as a38_checks
 from cflbounds.bounds import cfl_mgd as bounds
 from cflbounds.cli import main
 from cflbounds.verify import VERDICTS, Verdict, VerifyContext
 from cflbounds.verify.cfl_mgd_misassignment import judge_lemma1
-from cflbounds.verify.cfl_mgd_speed import MIN_ROUNDS, _compare, judge_speed, rounds_to_target
+from cflbounds.verify.cfl_mgd_speed import GRIDS, MIN_ROUNDS, QUANTILES, _compare, judge_speed, rounds_to_target
 from cflbounds.verify.run import verify_claims
 
 SEED = 0
@@ -82,16 +83,75 @@ def test_pep_factors_sit_beside_the_papers_and_the_measured_ones(verdicts):
     assert evidence["share_of_steps_with_bound_at_least_distance"] == 1.0
 
 
+def test_l2_rates_from_rest_are_not_an_artefact_of_one_horizon(verdicts):
+    # MLR has mu = L: at beta = 0.5 its tight worst case from rest is exactly 0 at t = 10 (and 6), so one
+    # horizon's root read 0.0; the rate over t <= 10 is the largest root, with the spectral radius beside it
+    evidence = verdicts["MGD.L2"].evidence
+    for family in ("mlr", "quadratics"):
+        for beta in (0, 0.5, 0.9):
+            name = f"{family}_beta{beta:g}"
+            rate = evidence[f"{name}_pep_rate_from_rest_max_t_le_10"]
+            radius = evidence[f"{name}_spectral_radius_quadratics"]
+            assert rate > 0 and 1 <= evidence[f"{name}_pep_rate_from_rest_attained_at_t"] <= 10
+            assert radius > 0 and rate >= radius - 0.1  # the asymptotic rate is reached or nearly so by t = 10
+    assert evidence["mlr_beta0.5_pep_rate_from_rest_max_t_le_10"] == pytest.approx(np.sqrt(0.5))
+    assert evidence["mlr_beta0.5_spectral_radius_quadratics"] == pytest.approx(np.sqrt(0.5))
+
+
+def test_l2_reports_the_derivations_drift_term_beside_the_printed_one(verdicts):
+    evidence = verdicts["MGD.L2"].evidence
+    for family in ("mlr", "quadratics"):
+        for beta in (0, 0.5, 0.9):
+            name = f"{family}_beta{beta:g}"
+            # rho0 loses (1 - beta) c4 l = (1 - beta)/8 when the drift term carries beta (A22, A26)
+            assert evidence[f"{name}_rho0"] - evidence[f"{name}_rho0_derivation"] == pytest.approx((1 - beta) / 8)
+    assert evidence["derivation_violations"] >= evidence["violations"]  # a smaller bound is exceeded at least as often
+    assert evidence["derivation_decrease_needs_beta_below_max"] == pytest.approx(0.25)
+    assert "as the proof derives it (beta c4 l" in verdicts["MGD.L2"].summary
+
+
 def test_t1_reports_a38_and_the_rate_fit(verdicts):
     evidence = verdicts["MGD.T1"].evidence
     assert evidence["a38_satisfiable_families"] == 0
-    assert evidence["a38_separation_needed_quadratics"] == pytest.approx(8 * 4.0**1.5)
+    assert evidence["a38_separation_needed_first_family"] == pytest.approx(8 * 4.0**1.5)
     assert evidence["beta0.5_decades"] >= 1.5
     assert evidence["beta0.5_slope_low"] <= evidence["beta0.5_slope"] <= evidence["beta0.5_slope_high"]
     assert evidence["rho_over_initial_radius_min"] > 1  # rho is vacuous
     # the claimed term g >= its leading term 1/sqrt(mn'): the fit against the leading term also counts
     assert evidence["beta0.5_leading_slope_low"] <= 1 <= evidence["beta0.5_leading_slope_high"]
     assert evidence["rate_consistent"] == 1.0
+
+
+def test_t1_says_which_fit_decided_the_rate(verdicts):
+    evidence, summary = verdicts["MGD.T1"].evidence, verdicts["MGD.T1"].summary
+    claimed = evidence["beta0.5_slope_low"] <= 1 <= evidence["beta0.5_slope_high"]
+    leading = evidence["beta0.5_leading_slope_low"] <= 1 <= evidence["beta0.5_leading_slope_high"]
+    assert evidence["rate_consistent_claimed_term"] == float(claimed)
+    assert evidence["rate_consistent_leading_term"] == float(leading)
+    assert evidence["rate_decided_by_leading_term"] == float(leading and not claimed)
+    assert ("decided by the claimed term" if claimed else "decided by its leading term") in summary
+    assert f"{evidence['beta0.5_slope']:.2f} [{evidence['beta0.5_slope_low']:.2f}" in summary
+    assert f"{evidence['beta0.5_leading_slope']:.2f} [{evidence['beta0.5_leading_slope_low']:.2f}" in summary
+
+
+def test_t1_reports_a38_under_both_readings_of_the_drift_term(verdicts):
+    evidence, summary = verdicts["MGD.T1"].evidence, verdicts["MGD.T1"].summary
+    for beta in (0, 0.5):  # as printed (c4 l): nowhere, for any beta
+        assert evidence[f"a38_printed_beta{beta:g}_satisfiable_on_some_admissible_problem"] == 0.0
+        assert evidence[f"a38_printed_beta{beta:g}_satisfiable_families"] == 0
+        assert np.isinf(evidence[f"a38_printed_beta{beta:g}_first_family_smallest_m_n_prime"])
+    # as derived (beta c4 l): for IFCA (beta = 0) on every family, with the smallest m n' found; not for beta = 0.5,
+    # which exceeds the limit C/(16 c4) = 1/4 of every admissible problem
+    assert evidence["a38_derivation_beta0_satisfiable_on_some_admissible_problem"] == 1.0
+    assert evidence["a38_derivation_beta0_satisfiable_families"] == evidence["a38_families"]
+    m, n_prime = (evidence[f"a38_derivation_beta0_first_family_best_{name}"] for name in ("m", "n_prime"))
+    assert evidence["a38_derivation_beta0_first_family_smallest_m_n_prime"] == pytest.approx(m * n_prime)
+    assert evidence["a38_derivation_beta0.5_satisfiable_on_some_admissible_problem"] == 0.0
+    assert evidence["a38_derivation_beta_limit_on_every_problem"] == pytest.approx(0.25)
+    assert evidence["a38_derivation_beta_limit_first_family"] == pytest.approx(1 / 64)  # (mu/L)^(3/2) Delta/8
+    assert "as printed" in summary and "as the proof derives it" in summary
+    assert f"m = {m:.0f}" in summary and "beta = 0.5: no n', m" in summary
+    assert "read with constant 1" in summary and "A38 needs it above 16 c4 (L/mu)^(3/2) >= 4" in summary
 
 
 def test_t1_unsatisfiable_rests_on_every_admissible_problem_not_on_the_families(verdicts):
@@ -103,10 +163,14 @@ def test_t1_unsatisfiable_rests_on_every_admissible_problem_not_on_the_families(
 
 def test_a38_on_every_problem_decides_at_the_extreme_problem():
     # A38 needs c4 < (mu/L)^(3/2) Delta/32 <= 2C/32: with A27's c4 = 1/4 it needs A4's constant C > 4
-    assert mgd_checks.a38_on_every_problem().derived["satisfiable"] == 0.0
-    assert mgd_checks.a38_on_every_problem(C=3.9).derived["satisfiable"] == 0.0
-    assert mgd_checks.a38_on_every_problem(C=4.1).derived["satisfiable"] == 1.0
-    assert mgd_checks.a38_on_every_problem(c4=0.06).derived["satisfiable"] == 1.0  # 0.06 < 1/16
+    assert a38_checks.a38_on_every_problem().derived["satisfiable"] == 0.0
+    assert a38_checks.a38_on_every_problem(C=3.9).derived["satisfiable"] == 0.0
+    assert a38_checks.a38_on_every_problem(C=4.1).derived["satisfiable"] == 1.0
+    assert a38_checks.a38_on_every_problem(c4=0.06).derived["satisfiable"] == 1.0  # 0.06 < 1/16
+    # in the derivation's reading beta c4 < C/16: beta < 1/4 with C = 1, beta < 1/2 with C = 2
+    derived = lambda **kwargs: a38_checks.a38_on_every_problem(c4_term="derivation", **kwargs).derived["satisfiable"]
+    assert derived(beta=0.24) == 1.0 and derived(beta=0.26) == 0.0
+    assert derived(beta=0.49, C=2.0) == 1.0 and derived(beta=0.51, C=2.0) == 0.0
 
 
 @settings(max_examples=60, deadline=None, derandomize=True)
@@ -123,8 +187,8 @@ def test_a38_fails_on_random_admissible_problems(condition, spread, l, norm, P, 
 def test_t1_is_not_unsatisfiable_when_a38_can_hold_somewhere(context, verdicts, monkeypatch):
     # planted: a c4 small enough for A38 on some admissible problem; the families (Delta = 1 < 32 c4 (L/mu)^1.5
     # for c4 = 0.01 and L/mu = 4 needs Delta > 2.56) still fail it, which alone must not make it unsatisfiable
-    original = mgd_checks.a38_on_every_problem
-    monkeypatch.setattr(mgd_checks, "a38_on_every_problem", lambda: original(c4=0.01))
+    original = a38_checks.a38_on_every_problem
+    monkeypatch.setattr(a38_checks, "a38_on_every_problem", lambda **kwargs: original(**{**kwargs, "c4": 0.01}))
     verdict = mgd_checks.check_t1(context)
     assert verdict.verdict != "unsatisfiable" and verdict.evidence["a38_satisfiable_on_some_admissible_problem"] == 1.0
     assert "on some admissible problems" in verdict.summary
@@ -226,6 +290,42 @@ def test_speed_tuning_breaks_median_ties_by_the_mean():
     worse = table[table["beta"] == 0.5].assign(beta=0.3, rounds=[3] * 19 + [40] + [3] * 19 + [40])
     table = pd.concat([table, worse], ignore_index=True)  # beta 0.3: same median 3, larger mean
     assert _compare(table, seed=0)["mgd_beta"] == 0.5
+
+
+def test_speed_flags_a_choice_at_the_edge_of_the_grid():
+    table = _speed_table([9] * 20, [6] * 20)
+    slower = table.assign(step=0.5, rounds=table["rounds"] + 3)  # a smaller step, slower for both methods
+    result = _compare(pd.concat([table, slower], ignore_index=True), seed=0)
+    assert result["ifca_step"] == result["mgd_step"] == 1.0  # the largest step of the grid {0.5, 1}
+    assert result["ifca_step_at_grid_edge"] == result["mgd_step_at_grid_edge"] == 1.0
+    middle = pd.concat([table, slower, table.assign(step=2.0, rounds=table["rounds"] + 5)], ignore_index=True)
+    assert _compare(middle, seed=0)["ifca_step_at_grid_edge"] == 0.0  # 1 inside {0.5, 1, 2}
+
+
+def test_speed_reports_the_distribution_over_trials():
+    result = _compare(_speed_table(list(range(1, 21)), [2] * 20), seed=0)
+    ifca = [result[f"ifca_rounds_q{q}"] for q in (10, 25, 50, 75, 90)]
+    assert ifca == pytest.approx(np.quantile(np.arange(1, 21), QUANTILES))
+    assert result["ifca_rounds_q50"] == result["ifca_rounds_median"] and result["mgd_rounds_q90"] == 2.0
+
+
+def test_speed_at_smoke_chooses_steps_inside_the_grid_and_plots_quantiles(verdicts):
+    verdict = verdicts["MGD.SPEED"]
+    evidence, summary = verdict.evidence, verdict.summary
+    names = ("quadratics_kappa16", "quadratics_kappa100", "logistic", "mlr")
+    assert evidence["chosen_steps_at_grid_edge"] == 0
+    grid = GRIDS["smoke"]["steps"]
+    for name in names:
+        for method in ("ifca", "mgd"):
+            assert grid[0] < evidence[f"{name}_{method}_step"] < grid[-1]
+            quantiles = [evidence[f"{name}_{method}_rounds_q{q}"] for q in (10, 25, 50, 75, 90)]
+            assert quantiles == sorted(quantiles)
+    bars = verdict.plot["series"]
+    assert [s["low"] for s in bars] == [[evidence[f"{n}_{m}_rounds_q10"] for n in names] for m in ("ifca", "mgd")]
+    assert [s["high"] for s in bars] == [[evidence[f"{n}_{m}_rounds_q90"] for n in names] for m in ("ifca", "mgd")]
+    # MLR is not judged (degenerate), but its measured difference is in the summary
+    mlr = summary[summary.index("mlr:"):]
+    assert f"mean difference {evidence['mlr_difference_mean']:.2f}" in mlr and "measured: " in mlr
 
 
 @pytest.mark.parametrize("outcomes, verdict", [

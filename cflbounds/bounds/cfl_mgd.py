@@ -10,6 +10,14 @@ Lemma 1's ``c1 = 128`` (two Chebyshev terms of ``64 sigma^2/(Delta^4 mu^2 n')``,
 29-30), and in Lemma 2's ``rho0`` (A36): ``c1 = c5 = 3 * 128`` (A14's ``3 L eta / m`` times
 A15-A16's count ``128 m sigma^2/(mu^2 lambda2 Delta^4 n')``, A17 and A33), ``c2 = c6 =
 sqrt(128)`` (the square root of that count, A14, A32), ``c3 = 1/2`` and ``c4 = 1/4`` (A27).
+``c4_term`` chooses how the drift term enters ``rho0`` (:data:`C4_TERMS`): ``"printed"``
+(default), ``c4 l`` as eq. (31) and (A27) print it; ``"derivation"``, ``beta c4 l`` as (A22)
+and (A26) derive it: (A22) splits T31 and writes its last term as ``(eta beta/m) |C1 ∩ C1*|
+grad phi_1(chi_1)``; with ``eta = 1/L`` (chosen in the sentence before A26) and
+``||grad phi_1(chi_1)|| <= L`` (A26) that term is at most ``beta |C1 ∩ C1*|/m``, which (A27)
+replaces by ``l/4 = c4 l`` and prints without its factor beta (so it no longer vanishes for
+IFCA, beta = 0). The derivation's reading restores only the beta; (A27)'s ``l/4`` (the count
+``|C1 ∩ C1*| >= l m/4`` stated before A26) is kept as printed.
 The lambdas are the Markov/Chebyshev failure probabilities; the extracted text loses
 radical signs, so ``lambda_power`` chooses ``1/sqrt(lambda)`` (Chebyshev on the squared
 norm, as CLAIMS.md reads it) or ``1/lambda`` (Markov on the norm) for lambda0, 1, 3, 4;
@@ -22,7 +30,7 @@ from numbers import Integral, Real
 import numpy as np
 from scipy import optimize
 
-from .._validation import Interval, Options, require
+from .._validation import ArrayLike, Constraint, Interval, Options, require
 from ._constraints import AT_LEAST_ONE, COUNT, NONNEGATIVE, POSITIVE, PROBABILITY, PROPORTION, bound_params
 from ._report import BoundResult, Inequality
 
@@ -36,6 +44,8 @@ __all__ = [
     "lemma2",
     "theorem1",
     "a38_satisfiability",
+    "drift_term",
+    "C4_TERMS",
     "rate_shape",
     "model_averaging_recursion",
     "model_averaging_bound",
@@ -44,12 +54,13 @@ __all__ = [
 C1_LEMMA1 = 128.0
 PROOF_CONSTANTS = {"c1": 3 * C1_LEMMA1, "c2": np.sqrt(C1_LEMMA1), "c3": 0.5, "c4": 0.25, "c5": 3 * C1_LEMMA1,
                    "c6": np.sqrt(C1_LEMMA1)}
+C4_TERMS = ("printed", "derivation")
 _BETA = [Interval(Real, 0, 1, closed="left")]
 _PROBLEM = {"v": NONNEGATIVE, "sigma": NONNEGATIVE, "L": POSITIVE, "mu": POSITIVE, "l": PROPORTION, "P": COUNT,
             "delta": POSITIVE, "beta": _BETA}
 _LAMBDAS = {f"lambda{i}": PROBABILITY for i in range(5)}
 _CONSTANTS = {f"c{i}": NONNEGATIVE for i in range(1, 7)} | {"c": POSITIVE, "lambda_power": [Options((0.5, 1.0))],
-                                                        "iteration": COUNT}
+                                                        "iteration": COUNT, "c4_term": [Options(C4_TERMS)]}
 
 
 def _require_mu_at_most_L(mu, L):
@@ -63,9 +74,9 @@ def lemma1(sigma, delta, mu, n_prime, P=2, c1=C1_LEMMA1) -> BoundResult:
     """Lemma 1, eq. (22): a client of cluster p is assigned to a given p' != p with
     probability at most
 
-        c1 sigma^2 / (Delta^4 mu^2 n'),   c1 = 128 (eqs. 24-30: 2 x 64);
+        c1 sigma^2 / (Delta^4 mu^2 n'),   c1 = 128 (eqs. 24-30: 2 x 64).
 
-    union bound, eq. (23): ``P`` times that (as printed); over the P - 1 wrong clusters
+    Union bound, eq. (23): ``P`` times that (as printed); over the P - 1 wrong clusters
     only, ``(P - 1)`` times. A value >= 1 is vacuous.
     """
     per_cluster = c1 * sigma**2 / (delta**4 * mu**2 * n_prime)
@@ -105,12 +116,20 @@ def contraction_factor(l, mu, L) -> float:
     return 1.0 - l * mu / (8.0 * L)
 
 
+def drift_term(l, beta, c4=PROOF_CONSTANTS["c4"], c4_term="printed"):
+    """The term of ``rho0`` no n', m or lambda shrinks: ``c4 l`` as printed (eq. 31, A27),
+    ``beta c4 l`` in the derivation's reading (A22, A26; module docstring)."""
+    return c4 * l * (beta if c4_term == "derivation" else 1.0)
+
+
 def rho0_terms(*, v, sigma, L, mu, l, m, n_prime, P, delta, beta, lambdas, c1=PROOF_CONSTANTS["c1"],
                c2=PROOF_CONSTANTS["c2"], c3=PROOF_CONSTANTS["c3"], c4=PROOF_CONSTANTS["c4"],
-               c5=PROOF_CONSTANTS["c5"], c6=PROOF_CONSTANTS["c6"], lambda_power=0.5, iteration=1) -> dict:
+               c5=PROOF_CONSTANTS["c5"], c6=PROOF_CONSTANTS["c6"], lambda_power=0.5, iteration=1,
+               c4_term="printed") -> dict:
     """The seven terms of ``rho0`` (eq. 31 / A36) for ``lambdas = (lambda0, ..., lambda4)``
     (arrays broadcast); ``iteration`` is the appendix's t in the c3 and c6 terms (the
-    statement has none: t = 1). Unchecked kernel of :func:`lemma2`."""
+    statement has none: t = 1); ``c4_term`` the reading of the drift term (module
+    docstring). Unchecked kernel of :func:`lemma2`."""
     lam0, lam1, lam2, lam3, lam4 = (np.asarray(x, dtype=float) for x in lambdas)
     v, sigma, L, mu, l, m, n_prime, P, delta, beta = map(np.float64, (v, sigma, L, mu, l, m, n_prime, P, delta, beta))
     q, t = lambda_power, float(iteration)
@@ -121,7 +140,7 @@ def rho0_terms(*, v, sigma, L, mu, l, m, n_prime, P, delta, beta, lambdas, c1=PR
         "misclustered_gradients": c1 * misclustered,
         "misclustered_noise": c2 * cross / lam1**q,
         "momentum_noise": c3 * beta * v * np.sqrt(l * t) / (lam3**q * (1 - beta) * L * np.sqrt(m * n_prime)),
-        "momentum_drift": np.full_like(lam0, c4 * l),
+        "momentum_drift": np.full_like(lam0, drift_term(l, beta, c4, c4_term)),
         "momentum_misclustered": c5 * beta * misclustered,
         "momentum_misclustered_noise": c6 * beta * np.sqrt(t) * cross / (lam4**q * (1 - beta)),
     }
@@ -165,20 +184,21 @@ _LEMMA2 = {"distance": NONNEGATIVE, **_PROBLEM, "m": COUNT, "n_prime": AT_LEAST_
 def lemma2(distance, *, v, sigma, L, mu, l, m, n_prime, P, delta, beta, lambda0=0.01, lambda1=0.01, lambda2=0.01,
                lambda3=0.01, lambda4=0.01, c1=PROOF_CONSTANTS["c1"], c2=PROOF_CONSTANTS["c2"], c3=PROOF_CONSTANTS["c3"],
                c4=PROOF_CONSTANTS["c4"], c5=PROOF_CONSTANTS["c5"], c6=PROOF_CONSTANTS["c6"], c=1.0, lambda_power=0.5,
-               iteration=1) -> BoundResult:
+               iteration=1, c4_term="printed") -> BoundResult:
     """Lemma 2, eq. (31): with ``eta = 1/L``, w.p. at least ``1 - P lambda5``, for all p,
 
-        ||chi_p^(t+1) - chi*_p|| <= (1 - l mu/(8L)) ||chi_p^(t) - chi*_p|| + rho0,
+        ||chi_p^(t+1) - chi*_p|| <= (1 - l mu/(8L)) ||chi_p^(t) - chi*_p|| + rho0.
 
-    ``rho0`` of eq. (31)/(A36) with all seven terms (``derived["rho0"]``). ``distance`` is
-    ``||chi_p^(t) - chi*_p||``. The bound is vacuous (no decrease promised) when it is at
-    least ``distance``: ``derived["vacuous"]``.
+    ``rho0`` is eq. (31)/(A36) with all seven terms (``derived["rho0"]``), its drift term
+    ``c4 l`` as printed or ``beta c4 l`` (``c4_term="derivation"``, module docstring).
+    ``distance`` is ``||chi_p^(t) - chi*_p||``. The bound is vacuous (no decrease promised)
+    when it is at least ``distance``: ``derived["vacuous"]``.
     """
     _require_mu_at_most_L(mu, L)
     lambdas = (lambda0, lambda1, lambda2, lambda3, lambda4)
     terms = rho0_terms(v=v, sigma=sigma, L=L, mu=mu, l=l, m=m, n_prime=n_prime, P=P, delta=delta, beta=beta,
                        lambdas=lambdas, c1=c1, c2=c2, c3=c3, c4=c4, c5=c5, c6=c6, lambda_power=lambda_power,
-                       iteration=iteration)
+                       iteration=iteration, c4_term=c4_term)
     rho0 = sum(terms.values())
     factor = contraction_factor(l, mu, L)
     value = factor * distance + rho0
@@ -202,27 +222,31 @@ def rate_shape(m, n_prime) -> float:
 def theorem1(*, v, sigma, L, mu, l, m, n_prime, P, delta, beta, lambda0=0.01, lambda1=0.01, lambda2=0.01,
                lambda3=0.01, lambda4=0.01, c1=PROOF_CONSTANTS["c1"], c2=PROOF_CONSTANTS["c2"], c3=PROOF_CONSTANTS["c3"],
                c4=PROOF_CONSTANTS["c4"], c5=PROOF_CONSTANTS["c5"], c6=PROOF_CONSTANTS["c6"], c=1.0, lambda_power=0.5,
-               iteration=1, distance=0.0, rho_constant="l") -> BoundResult:
+               iteration=1, c4_term="printed", distance=0.0, rho_constant="l") -> BoundResult:
     """Theorem 1, eq. (11): with ``eta = 1/L``, after ``T = (8L/(l mu)) log(Delta/(2 rho))``
     iterations, ``||chi_p^(T) - chi*_p|| <= rho = (16 L/(mu l)) rho0`` for all p, given
 
         (A38)  rho0 <= (l/32) (mu/L)^(3/2) Delta.
 
     The statement prints ``16L/(mu p) rho0``; (A42) prints ``16L/(mu l)``: ``rho_constant``
-    chooses l (default) or P. ``derived["vacuous"]`` when rho is not below the initial
-    radius ``(1/4) sqrt(mu/L) Delta`` of Assumption 4; ``iterations`` is 0 when
-    ``Delta/(2 rho) <= 1``. ``distance`` is the initial ``||chi_p^(0) - chi*_p||``.
+    chooses l (default) or P; ``c4_term`` the reading of rho0's drift term (``c4 l`` as
+    printed, ``beta c4 l`` as derived: module docstring). ``derived["vacuous"]`` when rho is
+    not below the initial radius ``(1/4) sqrt(mu/L) Delta`` of Assumption 4; ``iterations``
+    is 0 when ``Delta/(2 rho) <= 1``; ``a38_satisfiable`` whether large enough n', m could
+    make A38 hold (the drift term below its threshold: :func:`a38_satisfiability`).
+    ``distance`` is the initial ``||chi_p^(0) - chi*_p||``.
     """
     _require_mu_at_most_L(mu, L)
     lemma = lemma2(0.0, v=v, sigma=sigma, L=L, mu=mu, l=l, m=m, n_prime=n_prime, P=P, delta=delta, beta=beta,
                    lambda0=lambda0, lambda1=lambda1, lambda2=lambda2, lambda3=lambda3, lambda4=lambda4, c1=c1, c2=c2,
-                   c3=c3, c4=c4, c5=c5, c6=c6, c=c, lambda_power=lambda_power, iteration=iteration)
+                   c3=c3, c4=c4, c5=c5, c6=c6, c=c, lambda_power=lambda_power, iteration=iteration, c4_term=c4_term)
     rho0 = lemma.derived["rho0"]
     rho = 16 * L / (mu * (l if rho_constant == "l" else P)) * rho0
     threshold = l / 32 * (mu / L) ** 1.5 * delta
     radius = 0.25 * np.sqrt(mu / L) * delta
     iterations = 8 * L / (l * mu) * np.log(delta / (2 * rho))
     derived = {"rho0": rho0, "a38_threshold": threshold, "a38_holds": float(rho0 <= threshold),
+               "a38_satisfiable": float(drift_term(l, beta, c4, c4_term) < threshold),
                "iterations": max(0.0, iterations), "initial_radius": radius, "vacuous": float(rho >= radius),
                "failure_probability_per_step": lemma.derived["failure_probability"],
                "failure_probability_over_T": max(1.0, iterations) * lemma.derived["failure_probability"],
@@ -239,38 +263,42 @@ def theorem1(*, v, sigma, L, mu, l, m, n_prime, P, delta, beta, lambda0=0.01, la
 def a38_satisfiability(*, v, sigma, L, mu, l, P, delta, beta, failure=0.1, max_center_norm=1.0, C=1.0,
                        m_max=10**7, points=13, c1=PROOF_CONSTANTS["c1"], c2=PROOF_CONSTANTS["c2"],
                        c3=PROOF_CONSTANTS["c3"], c4=PROOF_CONSTANTS["c4"], c5=PROOF_CONSTANTS["c5"],
-                       c6=PROOF_CONSTANTS["c6"], c=1.0, lambda_power=0.5) -> BoundResult:
+                       c6=PROOF_CONSTANTS["c6"], c=1.0, lambda_power=0.5, c4_term="printed") -> BoundResult:
     """Theorem 1's condition (A38) ``rho0 <= (l/32)(mu/L)^(3/2) Delta``: can any n', m (and
     lambdas with ``P lambda5 <= failure``) make it hold for these problem constants?
 
-    Every term of ``rho0`` vanishes as ``n', m -> inf`` except ``c4 l``, so A38 is
-    satisfiable iff ``c4 l < (l/32)(mu/L)^(3/2) Delta``, i.e. ``Delta > 32 c4 (L/mu)^(3/2)``
-    (8 (L/mu)^(3/2) with the proof's c4 = 1/4). Assumption 4's ``max ||chi*|| <~ 1`` (read
-    ``<= C``) allows ``Delta <= 2 C max ||chi*||``, so no admissible problem satisfies A38
-    unless ``C max||chi*|| > 16 c4 (L/mu)^(3/2)``. When satisfiable, the smallest n' is found
-    for each m of a geometric grid up to ``m_max`` (lambdas optimised).
-    ``value``: the smallest ``m n'`` found (inf if none).
+    Every term of ``rho0`` vanishes as ``n', m -> inf`` except the drift term D (``c4 l`` as
+    printed; ``beta c4 l`` with ``c4_term="derivation"``, module docstring), so A38 is
+    satisfiable iff ``D < (l/32)(mu/L)^(3/2) Delta``. As printed: ``Delta > 32 c4
+    (L/mu)^(3/2)`` (8 (L/mu)^(3/2) with the proof's c4 = 1/4); in the derivation's reading
+    ``Delta > 32 beta c4 (L/mu)^(3/2)``, i.e. ``beta < (mu/L)^(3/2) Delta/(32 c4)``
+    (``derived["beta_limit"]``; IFCA's beta = 0 always qualifies). Assumption 4's ``max
+    ||chi*|| <~ 1`` (read ``<= C``) allows ``Delta <= 2 C max ||chi*||``: the second row.
+    When satisfiable, the smallest n' is found for each m of a geometric grid up to
+    ``m_max`` (lambdas optimised). ``value``: the smallest ``m n'`` found (inf if none).
     """
     _require_mu_at_most_L(mu, L)
-    constants = dict(c1=c1, c2=c2, c3=c3, c4=c4, c5=c5, c6=c6, lambda_power=lambda_power)
+    constants = dict(c1=c1, c2=c2, c3=c3, c4=c4, c5=c5, c6=c6, lambda_power=lambda_power, c4_term=c4_term)
     threshold = l / 32 * (mu / L) ** 1.5 * delta
-    needed = 32 * c4 * (L / mu) ** 1.5
+    drift = drift_term(l, beta, c4, c4_term)
+    needed = 32 * drift / l * (L / mu) ** 1.5
     problem = dict(v=v, sigma=sigma, L=L, mu=mu, l=l, P=P, delta=delta, beta=beta)
     m_min = max(1.0 / l, np.log(4 * P / failure) / (c * l))
     grid = np.unique(np.ceil(np.geomspace(m_min, max(m_max, 2 * m_min), points)).astype(np.int64))
     smallest = np.full(grid.size, np.inf)
-    if c4 * l < threshold:
+    if drift < threshold:
         for i, m in enumerate(grid):
             smallest[i] = _smallest_n_prime(threshold, failure, c, dict(problem, m=int(m)), constants)
     samples = grid * smallest
     best = int(np.argmin(samples)) if np.isfinite(samples).any() else None
-    derived = {"satisfiable": float(c4 * l < threshold), "a38_threshold": threshold, "rho0_limit": c4 * l,
+    derived = {"satisfiable": float(drift < threshold), "a38_threshold": threshold, "rho0_limit": drift,
                "separation_needed": needed, "separation_allowed_by_A4": 2 * C * max_center_norm,
-               "m_grid": grid, "smallest_n_prime": smallest,
+               "beta_limit": threshold / (c4 * l), "m_grid": grid, "smallest_n_prime": smallest,
                "best_m": grid[best] if best is not None else np.inf,
                "best_n_prime": smallest[best] if best is not None else np.inf}
-    rows = (Inequality("Delta > 32 c4 (L/mu)^(3/2) (A38 as n', m -> inf)", delta, needed, ">=", "CFL-MGD (A38)"),
-            Inequality("32 c4 (L/mu)^(3/2) < 2 C max||chi*|| (A38 and A4 together)", needed,
+    factor = "32 beta c4" if c4_term == "derivation" else "32 c4"
+    rows = (Inequality(f"Delta > {factor} (L/mu)^(3/2) (A38 as n', m -> inf)", delta, needed, ">=", "CFL-MGD (A38)"),
+            Inequality(f"{factor} (L/mu)^(3/2) < 2 C max||chi*|| (A38 and A4 together)", needed,
                        2 * C * max_center_norm, "<=", "CFL-MGD (A38), Assumption 4", C))
     value = samples[best] if best is not None else np.inf
     return BoundResult("MGD.T1", value, {"smallest_m_n_prime": value}, derived, rows, a38_satisfiability.__doc__)
@@ -301,20 +329,35 @@ def _smallest_n_prime(threshold, failure, c, problem, constants, rounds=50):
 _MA = {"step": POSITIVE, "L": POSITIVE, "cluster_size": AT_LEAST_ONE, "beta": _BETA}
 
 
-@bound_params({**_MA, "iterations": [Interval(Integral, 2, 10**6)]})
+def _three_errors(errors) -> bool:
+    """Three non-negative finite arrays that broadcast together (eq. 16's eps_0, eps_1, eps_2)."""
+    if isinstance(errors, (str, bytes, dict)) or len(errors) != 3 or not all(ArrayLike.is_satisfied_by(e)
+                                                                               for e in errors):
+        return False
+    arrays = [np.asarray(e, dtype=float) for e in errors]
+    np.broadcast_shapes(*(a.shape for a in arrays))  # raises (rejects) when they do not broadcast
+    return all(np.all(a >= 0) for a in arrays)
+
+
+_ERRORS = [Constraint(_three_errors, "three measured errors (eps_0, eps_1, eps_2): non-negative finite numbers or "
+                                     "arrays that broadcast together")]
+
+
+@bound_params({"errors": _ERRORS, **_MA, "iterations": [Interval(Integral, 2, 10**6)]})
 def model_averaging_recursion(errors, *, step, L, cluster_size, beta, iterations) -> np.ndarray:
     """Eq. (16) iterated from measured ``errors = (eps_0, eps_1, eps_2)`` (arrays broadcast):
 
         eps_(t+1) <= (1 + eta L/|C_p|) eps_t + beta (1 + beta) eps_(t-1)^2 eps_(t-2)^2,
 
     returns the bounds ``(..., iterations + 1)`` for t = 0..iterations (the first three are
-    the measured values)."""
+    the measured values). Errors are distances: NaN, infinite or negative ones are rejected."""
     errors = [np.asarray(e, dtype=float) for e in errors]
-    require(len(errors) == 3, f"eq. (16) starts from three measured errors eps_0, eps_1, eps_2; got {len(errors)}.")
     growth = 1 + step * L / cluster_size
     bounds = list(np.broadcast_arrays(*errors))
     for _ in range(iterations - 2):
-        bounds.append(growth * bounds[-1] + beta * (1 + beta) * bounds[-2] ** 2 * bounds[-3] ** 2)
+        with np.errstate(invalid="ignore"):  # an exact 0 times an overflowed (inf) bound is 0, not NaN
+            pair = np.where((bounds[-2] == 0) | (bounds[-3] == 0), 0.0, bounds[-2] * bounds[-3])
+        bounds.append(growth * bounds[-1] + (beta * (1 + beta) * pair**2 if beta > 0 else 0.0))
     return np.stack(bounds, axis=-1)
 
 
@@ -324,8 +367,9 @@ def model_averaging_bound(eps0, *, step, L, cluster_size, beta, T) -> BoundResul
     """Model averaging's final bound, eq. (20), as the paper writes it:
 
         eps_0 <= (2 M^3/beta) (1/(T+2)) (eta L/|C_p| + beta (1+beta)) log2(1/eps_0) + (M^(T+3)/(M-1)) eps_0,
+        M = max{1 + eta L/|C_p|, beta (1 + beta)}.
 
-    ``M = max{1 + eta L/|C_p|, beta (1 + beta)}``; the first term is the claimed O~(1/T).
+    The first term is the claimed O~(1/T).
     ``value`` is the right-hand side; ``derived["vacuous"]`` when it is not below
     ``eps_0`` (it bounds nothing smaller than the initial error).
     """

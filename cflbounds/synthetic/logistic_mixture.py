@@ -20,7 +20,11 @@ for ``z ~ N(0, 1)`` (Stein's lemma gives ``E[sigmoid(<x, v>) x] = h(||v||) v``):
   decreasing), so globally ``L = lam + 1/4`` (at ``w = 0``) and ``mu = lam`` (the infimum as
   ``||w|| -> inf``); on ``||w|| <= S``: ``mu_S = lam + h2(S)``.
 
-These are exact up to one-dimensional quadrature (error below 1e-12). The loss and
+These are exact up to one-dimensional quadrature (error below 1e-12 for arguments up to
+``S_MAX = 30``; the rule cannot resolve ``sigmoid'(s z)``, a spike of width 1/s, much beyond:
+its error is 4e-9 at s = 100 and 6e-3 at s = 1000). So the generator only builds problems
+whose teacher norm ``||u_p||`` is at most ``S_MAX``, and whose separation is at least
+``1e-150`` (distances are computed from squared coordinates, which underflow below). The loss and
 gradient variances (sigma^2, v^2 of CFL-MGD Assumption 3) are two-dimensional integrals
 over ``(<x, w>, <x, u_p>)``, evaluated by quadrature at given points
 (:meth:`LogisticMixture.loss_variance`, :meth:`~LogisticMixture.gradient_variance`);
@@ -42,10 +46,12 @@ from .mixed_linear_regression import cluster_sizes
 from .planted_clusters import PlantedClusters
 from .seeding import BATCH_CONSTRAINTS, problem_seeds, stream
 
-__all__ = ["LogisticMixture", "make_logistic_mixture", "teacher_scale", "normal_expectation"]
+__all__ = ["LogisticMixture", "make_logistic_mixture", "teacher_scale", "normal_expectation", "S_MAX"]
 
 _STREAM_DATA, _STREAM_FRESH = 0, 1
 _HALF_NODES, _Z_MAX = 160, 12.0
+S_MAX = 30.0  # largest argument of h at which the quadrature keeps its 1e-12 accuracy (module docstring)
+_SEPARATION_MIN = 1e-150  # below it squared coordinates underflow and distances come out 0
 
 
 def _split_legendre(nodes: int = _HALF_NODES, z_max: float = _Z_MAX):
@@ -91,7 +97,8 @@ def _psi(r):
 
 def teacher_scale(center_norm: float, regularization: float) -> float:
     """``alpha`` with ``alpha h(alpha a) = h(a) + lam``: the teacher ``u = alpha theta*`` whose
-    regularized population minimiser is ``theta*`` (``a = ||theta*||``)."""
+    regularized population minimiser is ``theta*`` (``a = ||theta*||``), with ``alpha a <= S_MAX``
+    (the range where ``h`` is computed to 1e-12; ``alpha h(alpha a)`` increases in alpha)."""
     a, lam = center_norm, regularization
     target = float(_h(a)) + lam
     require(target < 1.0 / (a * np.sqrt(2 * np.pi)),
@@ -99,10 +106,15 @@ def teacher_scale(center_norm: float, regularization: float) -> float:
             f"stationarity condition needs h(a) + lam < 1/(a sqrt(2 pi)) ({target:.4g} >= "
             f"{1.0 / (a * np.sqrt(2 * np.pi)):.4g}); use a smaller separation or regularization.")
     gap = lambda alpha: alpha * float(_h(alpha * a)) - target
-    high = 2.0
-    while gap(high) < 0:
-        high *= 2.0
-    return optimize.brentq(gap, 1.0, high, xtol=1e-14, rtol=1e-14)
+    largest = S_MAX / a
+    low, high = 1.0, min(2.0, largest)
+    while gap(high) < 0 and high < largest:
+        low, high = high, min(2.0 * high, largest)
+    require(a <= S_MAX and gap(high) >= 0,
+            f"A logistic mixture with ||theta*|| = {a:.4g} and regularization {lam:.4g} needs a teacher of norm "
+            f"above {S_MAX:g}, beyond the range where its constants are computed exactly (h(s) to 1e-12); use a "
+            f"smaller separation or a larger regularization.")
+    return optimize.brentq(gap, low, high, xtol=1e-14, rtol=1e-14)
 
 
 @dataclass(frozen=True, eq=False)
@@ -286,11 +298,15 @@ def make_logistic_mixture(k: int = 2, m: int = 20, n: int = 50, d: int = 5, *, s
     ----------
     k, m, n, d : clusters, clients, points per client, dimension (``k <= m``, ``k <= d``).
     separation : Delta, the exact distance between every pair of minimisers
-        (``||theta*_p|| = Delta/sqrt(2)``).
-    regularization : lam > 0, the ridge weight (the global strong convexity).
+        (``||theta*_p|| = Delta/sqrt(2)``), at least 1e-150.
+    regularization : lam > 0, the ridge weight (the global strong convexity). Not every pair
+        has a teacher: the stationarity condition, and a teacher norm of at most ``S_MAX``,
+        bound the separation for a given lam (an ``InvalidParameterError`` says so).
     proportions, batch_size, seed, dtype, device : as in ``make_mixed_linear_regression``.
     """
     require(k <= m, f"A logistic mixture needs at least one client per cluster: k={k} > m={m}.")
+    require(separation >= _SEPARATION_MIN, f"The 'separation' parameter of make_logistic_mixture must be at least "
+                                           f"{_SEPARATION_MIN:g} (distances underflow below). Got {separation!r}.")
     require(k <= d, f"A logistic mixture places k orthonormal centers in R^d, so it needs k <= d: k={k} > d={d}.")
     sizes = cluster_sizes(m, k, proportions)
     membership = np.repeat(np.arange(k), sizes)

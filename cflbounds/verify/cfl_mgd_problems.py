@@ -8,7 +8,9 @@
 
 A family builds a batch of problems for given per-problem seeds and says how the
 algorithms are to draw ``n'`` points per batch; its constants come from the generators,
-never from a run. All families have two equal clusters (``l = 1/2``, ``P = 2``).
+never from a run. All families have two equal clusters (``l = 1/2``, ``P = 2``). The
+readings the theory checks share: Assumption 4's ``<~ 1`` with constant ``A4_CONSTANT`` and
+Lemma 2's failure probability ``FAILURE``.
 """
 from __future__ import annotations
 
@@ -21,9 +23,11 @@ from ..synthetic.mixed_linear_regression import gradient_variance as mlr_gradien
 from ..synthetic.mixed_linear_regression import loss_variance as mlr_loss_variance
 from ..synthetic.quadratics import make_quadratic_federation
 
-__all__ = ["Family", "FAMILIES", "init_radius", "placed_models"]
+__all__ = ["Family", "FAMILIES", "init_radius", "placed_models", "P", "PROPORTION", "A4_CONSTANT", "FAILURE"]
 
 P, PROPORTION = 2, 0.5
+A4_CONSTANT = 1.0  # Assumption 4's max||chi*|| <~ 1 read as <= 1, as the proof uses it (A10, A26)
+FAILURE = 0.1  # P lambda5, Lemma 2's failure probability the lambdas are chosen for
 
 
 @dataclass(frozen=True)

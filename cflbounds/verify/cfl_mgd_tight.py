@@ -6,38 +6,47 @@ the server's step on cluster p is heavy ball on ``phi_p`` with effective step
 ``eta |C_p|/m = l_p / L``; the proof only uses ``eta^ >= l/(4L)`` (A6-A7), where the tight
 gradient-step factor is ``1 - l mu/(4L)``. For each beta (beta = 0 is IFCA's gradient
 step): one step from the state ball (the factor a lemma of Lemma 2's form could claim) at
-both effective steps, and ``T`` steps from rest (per-step rate) at ``l/L``.
+both effective steps; from rest at ``l/L``, the per-step rate over every horizon up to T,
+``max_{t <= T} (worst case after t steps)^(1/t)`` (:func:`~cflbounds.bounds.pep.heavy_ball_rate`;
+one horizon's T-th root can be 0 where the worst case crosses zero at T), and the spectral
+radius of the step on the quadratics of ``F_{mu,L}`` (its asymptotic rate there).
 """
 from __future__ import annotations
 
 from ..bounds import cfl_mgd as bounds
-from ..bounds.pep import heavy_ball_worst_case
+from ..bounds.pep import heavy_ball_rate, heavy_ball_spectral_radius, heavy_ball_worst_case
 
 __all__ = ["tight_factors", "factor_plot"]
 
 
 def tight_factors(mu: float, L: float, l: float, betas, steps: int) -> list[dict]:
-    """One row per beta: the paper's factor, and the tight factors at the two effective steps."""
+    """One row per beta: the paper's factor, the tight one-step factors at the two effective
+    steps, the tight rate from rest over horizons ``t <= steps`` (and the t attaining it), and
+    the spectral radius on the quadratics."""
     rows = []
     for beta in betas:
         step, proof_step = l / L, l / (4 * L)
+        from_rest = heavy_ball_rate(L, mu, step, beta, steps, "at-rest")
         rows.append({
             "beta": float(beta),
             "paper_factor": bounds.contraction_factor(l, mu, L),
             "pep_one_step": heavy_ball_worst_case(L, mu, step, beta, 1, "state")["worst_case"],
-            "pep_per_step_from_rest": heavy_ball_worst_case(L, mu, step, beta, steps, "at-rest")["per_step"],
+            "pep_rate_from_rest": from_rest["rate"],
+            "pep_rate_from_rest_horizon": from_rest["horizon"],
             "pep_one_step_proof_step": heavy_ball_worst_case(L, mu, proof_step, beta, 1, "state")["worst_case"],
+            "spectral_radius": heavy_ball_spectral_radius(L, mu, step, beta),
         })
     return rows
 
 
-def factor_plot(title: str, rows: list[dict], measured: dict) -> dict:
+def factor_plot(title: str, rows: list[dict], measured: dict, steps: int) -> dict:
     """A bar chart per beta: the paper's factor, the tight ones and the measured ``measured[label]``
     (lists over the same betas)."""
     series = [{"label": "paper: 1 - l mu/(8L)", "y": [r["paper_factor"] for r in rows]},
               {"label": "tight, one step from the state ball (eta l/L)", "y": [r["pep_one_step"] for r in rows]},
-              {"label": "tight per step, T steps from rest (eta l/L)",
-               "y": [r["pep_per_step_from_rest"] for r in rows]}]
+              {"label": f"tight rate from rest, max over t <= {steps} (eta l/L)",
+               "y": [r["pep_rate_from_rest"] for r in rows]},
+              {"label": "spectral radius on the quadratics (asymptotic)", "y": [r["spectral_radius"] for r in rows]}]
     series += [{"label": label, "y": values} for label, values in measured.items()]
     return {"kind": "bar", "title": title, "xlabel": "beta", "ylabel": "factor on ||chi - chi*||",
             "x": [f"beta={r['beta']:g}" for r in rows], "series": series}
