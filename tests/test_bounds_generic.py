@@ -50,7 +50,7 @@ VALID = {
     "DSC.T1": {"initial_gap": 1.0, **DSC, "noise_factor": 0.1, "iterations": 10},
     "DSC.E14": DSC,
 }
-EXTREMES = (1e300, 1e-300, 10**400, 2**53, 2**53 + 1, 5e-324)
+EXTREMES = (1e308, 1e300, 1e-300, 10**400, 2**53, 2**53 + 1, 5e-324)  # 1e308 also overflows sums of two terms
 
 
 def _numbers(value):
@@ -106,9 +106,7 @@ def test_inequality_decides_infinite_sides_and_strict_relations_exactly():
 
 
 _STRICTLY = {"<=": operator.lt, "<": operator.lt, ">=": operator.gt, ">": operator.gt}
-OVERFLOWING = (*EXTREMES, 1e308)  # 1e308 also overflows sums of two terms
-ROW_CASES = [(claim_id, name, value) for claim_id, kwargs in VALID.items() for name in kwargs
-             for value in OVERFLOWING]
+
 
 
 def _rows(result):
@@ -117,7 +115,7 @@ def _rows(result):
     return tuple(row for row in result if isinstance(row, Inequality)) if isinstance(result, tuple) else ()
 
 
-@pytest.mark.parametrize("claim_id, name, value", ROW_CASES, ids=[f"{c}-{n}-{v!r:.12}" for c, n, v in ROW_CASES])
+@pytest.mark.parametrize("claim_id, name, value", CASES, ids=[f"{c}-{n}-{v!r:.12}" for c, n, v in CASES])
 def test_a_row_with_an_infinite_side_holds_only_if_it_strictly_does(claim_id, name, value):
     try:
         result = CLAIMS[claim_id].bound(**{**VALID[claim_id], name: value})

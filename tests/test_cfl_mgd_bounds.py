@@ -313,3 +313,13 @@ def test_fuzz_a38_satisfiability_raises_only_invalid_parameter_error(name, value
         return
     assert not np.isnan(result.value) and not any(np.isnan(np.asarray(v, dtype=float)).any()
                                                   for v in result.derived.values())
+
+
+def test_model_averaging_growth_term_without_cancellation_or_inf_over_inf():
+    """eq. (20)'s M^(T+3)/(M-1) eps_0 with M = 1 + eta L/|C_p|: at eta = 1e-300 the float
+    1 + 4e-301 is 1, yet M - 1 = 4e-301 exactly, so the term is 2.5e300 eps_0 (it was inf);
+    at eta = 1e308, M overflows and the term is inf (it was inf/inf = NaN)."""
+    tiny = B.model_averaging_bound(0.1, step=1e-300, L=4.0, cluster_size=10, beta=0.5, T=10)
+    assert tiny.terms["growth_term"] == pytest.approx(0.1 / 4e-301, rel=1e-12)
+    huge = B.model_averaging_bound(0.1, step=1e308, L=4.0, cluster_size=10, beta=0.5, T=10)
+    assert huge.terms["growth_term"] == np.inf

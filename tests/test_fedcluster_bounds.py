@@ -232,3 +232,14 @@ def test_cli_bound_speedup_and_tradeoff(capsys):
     code, _, err = run(capsys, "bound", "FC.TRADEOFF", "--n", 0, "--L", 0.1, "--initial-gap", 1, "--H-device", 2,
                        "--mean-variance", 1)
     assert code == 2 and "'n'" in err
+
+
+def test_theorem1_and_tradeoff_where_C_overflows_a_float():
+    """L = 1e308 makes C = 2 gap + 4L(H + V) overflow, but C/(8LG^2) = (gap/(4L) + (H + V)/2)/G^2
+    does not: the ME condition keeps its exact right side, and the bound is an honest inf.
+    TRADEOFF chooses among the M whose C is finite (an infinite C is never the minimum)."""
+    result = bounds.theorem1(L=1e308, E=5, M=4, T=1000, initial_gap=1.0, H_cluster=0.1, variance=0.1, G=1.0)
+    assert result.value == math.inf and result.derived["largest_ME"] == pytest.approx(0.1, rel=1e-12)
+    assert result.assumptions[0].rhs == result.derived["largest_ME"] and not result.assumptions[0].holds
+    # H_device = 1e308: C(M) = 2 + 0.4 (1e308 (M-1)/15 + 0.1 M/16) is finite only at M = 1
+    assert bounds.tradeoff(n=16, L=0.1, initial_gap=1.0, H_device=1e308, mean_variance=0.1).value == 1

@@ -374,9 +374,11 @@ def model_averaging_bound(eps0, *, step, L, cluster_size, beta, T) -> BoundResul
     ``eps_0`` (it bounds nothing smaller than the initial error).
     """
     ratio = step * L / cluster_size
-    M = max(1 + ratio, beta * (1 + beta))
+    excess = max(ratio, beta * (1 + beta) - 1)  # M - 1, without the cancellation of 1 + ratio - 1
+    M = 1 + excess
+    # M^(T+3)/(M-1) as M^(T+2) (1 + 1/(M-1)): exact, and inf (not inf/inf) when M overflows
     terms = {"rate_term": 2 * M**3 / beta / (T + 2) * (ratio + beta * (1 + beta)) * np.log2(1 / eps0),
-             "growth_term": M ** (T + 3) / (M - 1) * eps0}
+             "growth_term": M ** (T + 2) * (1 + 1 / excess) * eps0}
     value = sum(terms.values())
     derived = {"M": M, "recursion_factor": 1 + ratio, "vacuous": float(value >= eps0)}
     return BoundResult("MGD.MA", value, terms, derived, (), model_averaging_bound.__doc__)

@@ -101,11 +101,21 @@ def rounds_to_stationarity(C, M, E, epsilon) -> float:
 def theorem1_conditions(*, L, E, M, T, C, G) -> tuple[Inequality, ...]:
     """Theorem 1's two conditions with both sides: ``ME <= C/(8 L G^2)`` and
     ``T >= L^2 max(1, 16/(EM))`` (the latter makes ``eta = (TME)^(-1/2) <= 1/(4L)``)."""
+    return _conditions(L, E, M, T, C / (8.0 * L * G**2))
+
+
+def _conditions(L, E, M, T, largest_ME) -> tuple[Inequality, ...]:
     return (
-        Inequality("ME <= C/(8 L G^2)", float(M * E), C / (8.0 * L * G**2), "<=", "FedCluster Theorem 1"),
+        Inequality("ME <= C/(8 L G^2)", float(M * E), largest_ME, "<=", "FedCluster Theorem 1"),
         Inequality("T >= L^2 max(1, 16/(EM))", float(T), L**2 * max(1.0, 16.0 / (E * M)), ">=",
                    "FedCluster Theorem 1"),
     )
+
+
+def _largest_me(initial_gap, L, H_cluster, variance, G) -> float:
+    """``C/(8 L G^2) = (gap/(4L) + (H_cluster + variance)/2)/G^2``, in this form so that a C
+    overflowed by a huge L does not make it inf/inf."""
+    return (initial_gap / (4.0 * L) + (H_cluster + variance) / 2.0) / G**2
 
 
 @bound_params({**_THEOREM1, "T": COUNT})
@@ -132,7 +142,8 @@ def theorem1(*, L, E, M, T, initial_gap, H_cluster, variance, G) -> BoundResult:
         "variance": 8.0 * L * variance * scale,
     }
     bound = 2.0 * C * scale
-    conditions = theorem1_conditions(L=L, E=E, M=M, T=T, C=C, G=G)
+    largest_ME = _largest_me(initial_gap, L, H_cluster, variance, G)
+    conditions = _conditions(L, E, M, T, largest_ME)
     compatible, T_condition, _ = _feasibility(conditions, L, E, M)
     derived = {
         "C": C,
@@ -140,7 +151,7 @@ def theorem1(*, L, E, M, T, initial_gap, H_cluster, variance, G) -> BoundResult:
         "eq13_bound": C * scale + 8.0 * L * G**2 * math.sqrt(M * E / T),
         "trivial_bound": G**2,
         "vacuous": float(bound >= G**2),
-        "largest_ME": C / (8.0 * L * G**2),
+        "largest_ME": largest_ME,
         "conditions_compatible": float(compatible),
         "smallest_T_for_T_condition": T_condition,
     }
@@ -167,9 +178,10 @@ def theorem1_feasibility(*, L, E, M, initial_gap, H_cluster, variance, G) -> Bou
     """
     C = constant_c(initial_gap, L, H_cluster, variance)
     T = smallest_rounds(L, E, M)
-    conditions = theorem1_conditions(L=L, E=E, M=M, T=T, C=C, G=G)
+    largest_ME = _largest_me(initial_gap, L, H_cluster, variance, G)
+    conditions = _conditions(L, E, M, T, largest_ME)
     compatible, _, smallest_T = _feasibility(conditions, L, E, M)
-    derived = {"C": C, "largest_ME": C / (8.0 * L * G**2), "compatible": float(compatible),
+    derived = {"C": C, "largest_ME": largest_ME, "compatible": float(compatible),
                "smallest_T_for_T_condition": T}
     return BoundResult("FC.T1", smallest_T, {}, derived, conditions, theorem1_feasibility.__doc__)
 
@@ -203,8 +215,8 @@ def random_partition_constant(M, n, L, initial_gap, H_device, mean_variance) -> 
     M mean(s_k^2)/n``, so ``C(M) = 2 gap + 4L (H_device (M-1)/(n-1) + M mean(s^2)/n)``
     (``sup_w E`` of H_cluster, a lower estimate of ``E sup_w``)."""
     require(n % M == 0, f"a partition into M={M} clusters of equal size needs M to divide n={n}.")
-    heterogeneity = H_device * (M - 1) / (n - 1) if n > 1 else 0.0
-    return constant_c(initial_gap, L, heterogeneity, M * mean_variance / n)
+    heterogeneity = H_device * ((M - 1) / (n - 1)) if n > 1 else 0.0  # fractions first: no needless overflow
+    return constant_c(initial_gap, L, heterogeneity, mean_variance * (M / n))
 
 
 @bound_params({"n": [Interval(Integral, 1, 10**6)],  # devices; every divisor of n is evaluated
@@ -220,13 +232,20 @@ def tradeoff(*, n, L, initial_gap, H_device, mean_variance) -> BoundResult:
     ``value``: the best divisor of n; ``derived["best_M_real"]`` = a/b clipped to [1, n];
     ``terms``: ``C(M)/sqrt(M)`` at every divisor M of n.
     """
-    a = 2.0 * initial_gap - (4.0 * L * H_device / (n - 1) if n > 1 else 0.0)
-    b = 4.0 * L * ((H_device / (n - 1) if n > 1 else 0.0) + mean_variance / n)
-    real = min(max(a / b, 1.0), float(n)) if b > 0 else (float(n) if a > 0 else 1.0)
+    spread = H_device / (n - 1) if n > 1 else 0.0
+    a = 2.0 * initial_gap - 4.0 * L * spread
+    b = 4.0 * L * (spread + mean_variance / n)
+    # a/b with both divided by 4L, so a huge L cannot make it inf/inf
+    a_per_L, b_per_L = initial_gap / (2.0 * L) - spread, spread + mean_variance / n
+    real = min(max(a_per_L / b_per_L, 1.0), float(n)) if b_per_L > 0 else (float(n) if a_per_L > 0 else 1.0)
     divisors = [M for M in range(1, n + 1) if n % M == 0]
     constants = [random_partition_constant(M, n, L, initial_gap, H_device, mean_variance) for M in divisors]
     objective = {M: C / math.sqrt(M) for M, C in zip(divisors, constants)}
-    best = best_cluster_count(divisors, constants)
+    finite = [(M, C) for M, C in zip(divisors, constants) if math.isfinite(C)]  # an infinite C is never best
+    require(bool(finite), f"C(M) = 2 initial_gap + 4 L (H_cluster + variance) overflows a float for every M at "
+                          f"L={L}, initial_gap={initial_gap}, H_device={H_device}, mean_variance={mean_variance}: "
+                          "no best M.")
+    best = best_cluster_count(*zip(*finite))
     return BoundResult("FC.TRADEOFF", best, {f"C/sqrt(M) at M={M}": v for M, v in objective.items()},
                        {"best_M_real": real, "a": a, "b": b}, (), tradeoff.__doc__)
 
