@@ -325,3 +325,25 @@ def test_grouping_convergence_is_in_the_evidence(verdicts, context):
         failed = evidence["stage1_not_converged"] + evidence["stage2_not_converged"]
         assert ("did not converge" in verdicts[claim].summary) == bool(failed)
     assert instances.loc[instances["config"] == "small", "stage1_converged"].all()  # the audit's case, fixed
+
+
+def test_regression_family_is_two_label_mixtures_of_exact_least_squares():
+    """Each label of the regression family is a finite, noise-free linear-regression data set;
+    a client's Hessian is the count-weighted mean of its labels' X^T X / n, recomputed here from
+    the raw data, and every client's least squares is the labels' shared optimum, so A4 can hold."""
+    from cflbounds.synthetic.device_regression import make_device_regression
+    from cflbounds.verify.dsc_experiment import ProblemConfig, build_instances
+
+    config = ProblemConfig("regression", clients=6, d=3, labels=4, family="regression", label_samples=50)
+    instances = build_instances(config, seed=3, count=2)
+    data = make_device_regression(4, 3, samples=50, clusters=1, designs="client", design_min=config.mu,
+                                  design_max=config.L, spread=0.0, noise_std=0.0, batch_size=2,
+                                  seed=list(instances.seeds))
+    X, y = data.inputs, data.targets  # (B, labels, n, d), (B, labels, n)
+    label_hessians = np.einsum("blnd,blne->blde", X, X) / 50
+    mixing = instances.counts / instances.counts.sum(1, keepdims=True)
+    np.testing.assert_allclose(instances.problem.hessians_exact,
+                               np.einsum("kl,blij->bkij", mixing, label_hessians), rtol=1e-12)
+    shared = np.stack([np.linalg.lstsq(X[b].reshape(-1, 3), y[b].ravel(), rcond=None)[0] for b in range(2)])
+    np.testing.assert_allclose(instances.problem.optima_exact, np.repeat(shared[:, None], 6, axis=1), atol=1e-10)
+    np.testing.assert_allclose(instances.problem.global_minimizer, shared, atol=1e-10)

@@ -1,7 +1,10 @@
 """The quadratic experiment behind DSC.T1, DSC.E14 and DSC.A1-4.
 
 Problems (exact constants): each of ``labels`` labels has a quadratic loss with Hessian
-eigenvalues in ``[mu, L]`` (:func:`make_quadratic_federation`, one Hessian per label); each
+eigenvalues in ``[mu, L]`` (:func:`make_quadratic_federation`, one Hessian per label), or, in
+the ``regression`` family, the least-squares loss of a finite linear-regression data set
+(:func:`make_device_regression`, one design covariance with eigenvalues in ``[mu, L]`` per
+label, bounded inputs, noise-free targets; its loss is exactly a quadratic); each
 client holds 400-800 samples of two random labels (Sec. IV-A) and the mixture of their losses
 (:func:`label_mixture`), weighted ``|D_k| / D`` in ``F``. With ``spread = 0`` every label shares
 one optimum, so A4 can hold (``grad F_k = 0`` wherever ``grad F = 0``); ``spread > 0`` gives
@@ -26,6 +29,7 @@ import torch
 
 from ..algorithms.dsc import angle_weights, dissimilarity_ratios, hierarchical_descent, hierarchy
 from ..algorithms.dsc_grouping import dsc_grouping
+from ..synthetic.device_regression import make_device_regression
 from ..synthetic.quadratics import label_mixture, make_quadratic_federation
 from ..synthetic.seeding import spawn_seeds, stream
 from ..synthetic.wireless import make_wireless_layout
@@ -45,6 +49,8 @@ class ProblemConfig:
     spread: float = 0.0
     noise_scale: float = 0.01
     instances: int = 2
+    family: str = "quadratics"  # or "regression": each label a finite linear-regression data set
+    label_samples: int = 200  # regression: the size of each label's data set
 
 
 FACTORS = (0.125, 0.25, 0.5, 0.9, 1.1, 2.0, 4.0)  # step size / the ball's eq. (14) threshold
@@ -52,12 +58,13 @@ _SMALL = ProblemConfig("small", clients=3, d=2, labels=3, mu=0.2, L=4.0)
 _MID = ProblemConfig("mid", clients=10, d=5, labels=6)
 _PAPER = ProblemConfig("paper-size", clients=50, d=10)
 _HETERO = ProblemConfig("heterogeneous-optima", clients=50, d=10, spread=1.0)
+_REGRESSION = ProblemConfig("regression", clients=10, d=5, labels=6, family="regression")
 EXPERIMENT = {
-    "smoke": {"configs": [_SMALL, _MID, _HETERO], "instances": 2, "reps": 8, "iterations": 60, "ball_points": 16,
-              "ball_steps": 40},
-    "default": {"configs": [_SMALL, _MID, _PAPER, _HETERO], "instances": 4, "reps": 8, "iterations": 150,
+    "smoke": {"configs": [_SMALL, _MID, _REGRESSION, _HETERO], "instances": 2, "reps": 8, "iterations": 60,
+              "ball_points": 16, "ball_steps": 40},
+    "default": {"configs": [_SMALL, _MID, _REGRESSION, _PAPER, _HETERO], "instances": 4, "reps": 8, "iterations": 150,
                 "ball_points": 32, "ball_steps": 60},
-    "paper": {"configs": [_SMALL, _MID, _PAPER, _HETERO], "instances": 20, "reps": 32, "iterations": 500,
+    "paper": {"configs": [_SMALL, _MID, _REGRESSION, _PAPER, _HETERO], "instances": 20, "reps": 32, "iterations": 500,
               "ball_points": 128, "ball_steps": 150},
 }
 INITIAL_DISTANCE = 3.0
@@ -91,9 +98,15 @@ def build_instances(config: ProblemConfig, seed: int, count: int, key=(), instan
     from ``(seed, key)`` and shared by the configuration's instances."""
     seeds = spawn_seeds(seed, count, *key) if instance_seeds is None else tuple(instance_seeds)
     counts = draw_label_counts(stream(seed, *key, 99), config.clients, config.labels)
-    labels = make_quadratic_federation(config.labels, config.d, clusters=1, hessians="client",
-                                       strong_convexity=config.mu, smoothness=config.L, spread=config.spread,
-                                       noise_std=0.0, batch_size=count, seed=list(seeds), device=device)
+    if config.family == "regression":
+        labels = make_device_regression(config.labels, config.d, samples=config.label_samples, clusters=1,
+                                        designs="client", design_min=config.mu, design_max=config.L,
+                                        spread=config.spread, noise_std=0.0, batch_size=count, seed=list(seeds),
+                                        device=device).as_quadratic_federation()
+    else:
+        labels = make_quadratic_federation(config.labels, config.d, clusters=1, hessians="client",
+                                           strong_convexity=config.mu, smoothness=config.L, spread=config.spread,
+                                           noise_std=0.0, batch_size=count, seed=list(seeds), device=device)
     layout = make_wireless_layout(config.clients, batch_size=count, seed=list(seeds))
     return Instances(config, label_mixture(labels, counts), layout, dsc_grouping(layout, counts), counts, seeds)
 
