@@ -1,6 +1,7 @@
 """Synthetic problems with known ground truth and exact population constants."""
 from .bounded_linear import BoundedLinearClusters, make_bounded_linear_clusters
 from .client_data import ClientData
+from .device_regression import DeviceRegression, make_device_regression
 from .digits import DigitClients, make_digit_clients
 from .logistic_mixture import LogisticMixture, make_logistic_mixture
 from .nonconvex import NonconvexFederation, make_nonconvex_federation
@@ -15,6 +16,8 @@ __all__ = [
     "BoundedLinearClusters",
     "make_bounded_linear_clusters",
     "ClientData",
+    "DeviceRegression",
+    "make_device_regression",
     "DigitClients",
     "make_digit_clients",
     "MixedLinearRegression",
