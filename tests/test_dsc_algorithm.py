@@ -16,7 +16,7 @@ from cflbounds.algorithms.dsc_grouping import (Grouping, _resolve, channel_simil
 from cflbounds.synthetic import label_mixture, make_quadratic_federation
 from cflbounds.synthetic.wireless import PAPER_CHANNEL, layout_from_positions, make_wireless_layout, upload_noise_variance
 from cflbounds.verify.dsc_experiment import EXPERIMENT, build_instances, draw_label_counts
-from cflbounds.verify.testing import invalid_values
+from cflbounds.verify.testing import assert_rejected, invalid_calls
 
 
 # -- wireless setting -----------------------------------------------------------------------------
@@ -417,15 +417,9 @@ def _valid_calls():
 
 
 VALID_CALLS = _valid_calls()
-INVALID = [(f, name, value) for f in VALID_CALLS for name, constraints in f.parameter_constraints.items()
-           for value in invalid_values(constraints)]
-
-
-@pytest.mark.parametrize("function, name, value", INVALID, ids=[f"{f.__name__}-{n}-{v!r}" for f, n, v in INVALID])
-def test_every_parameter_is_validated_with_its_name(function, name, value):
-    with pytest.raises(InvalidParameterError) as error:
-        function(**{**VALID_CALLS[function], name: value})
-    assert f"'{name}'" in str(error.value)
+@pytest.mark.parametrize("function, kwargs, name", invalid_calls(VALID_CALLS))
+def test_every_parameter_is_validated_with_its_name(function, kwargs, name):
+    assert_rejected(function, kwargs, name)
 
 
 @pytest.mark.parametrize("function", list(VALID_CALLS), ids=lambda f: f.__name__)

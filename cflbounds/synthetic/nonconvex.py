@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
 import torch
@@ -183,8 +183,10 @@ class NonconvexFederation:
         return self.quadratic.sample_gradients(models, samples, index, clients) + ripple.reshape(shape)
 
 
-@validate_params({"amplitude": [Interval(Real, 0, None, closed="neither")],
-                  "frequency": [Interval(Real, 0, None, closed="neither")]})
+@validate_params({"clients": [Interval(Integral, 1, None, closed="left")],
+                  "d": [Interval(Integral, 1, None, closed="left")],
+                  "amplitude": [Interval(Real, 0, None, closed="neither")],
+                  "frequency": [Interval(Real, 0, None, closed="neither")]})  # the rest: make_quadratic_federation's
 def make_nonconvex_federation(clients: int = 20, d: int = 10, *, amplitude: float = 0.5, frequency: float = 2.0,
                               **quadratic_options) -> NonconvexFederation:
     """Draw quadratic device problems (:func:`make_quadratic_federation` with

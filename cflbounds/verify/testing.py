@@ -14,12 +14,13 @@ from __future__ import annotations
 from numbers import Integral
 
 import numpy as np
+import pytest
 
-from .._validation import Interval, Options
+from .._validation import Interval, InvalidParameterError, Options
 from .stats import clopper_pearson
 from .verdict import PASSING, Verdict
 
-__all__ = ["assert_claim", "assert_within_bound", "invalid_values"]
+__all__ = ["assert_claim", "assert_within_bound", "invalid_values", "invalid_calls", "assert_rejected"]
 
 
 def assert_claim(verdict: Verdict, allowed=PASSING) -> Verdict:
@@ -89,3 +90,32 @@ def invalid_values(constraints) -> list:
             if constraint.kind is Integral:
                 bad.append(2.5)
     return [value for value in bad if not any(c.is_satisfied_by(value) for c in constraints)]
+
+
+def invalid_calls(valid_calls: dict) -> list:
+    """For a generic validation test: ``valid_calls`` maps validated public functions to valid
+    keyword arguments; the result has one ``pytest.param(function, kwargs, name)`` per declared
+    parameter and per :func:`invalid_values` of it, ``kwargs`` the valid call with that one
+    parameter made invalid. Use with :func:`assert_rejected`::
+
+        @pytest.mark.parametrize("function, kwargs, name", invalid_calls(VALID))
+        def test_every_parameter_is_validated_with_its_name(function, kwargs, name):
+            assert_rejected(function, kwargs, name)
+    """
+    return [pytest.param(function, {**kwargs, name: value}, name, id=f"{function.__name__}-{name}-{value!r}")
+            for function, kwargs in valid_calls.items()
+            for name, constraints in function.parameter_constraints.items() for value in invalid_values(constraints)]
+
+
+def assert_rejected(function, kwargs: dict, name: str) -> None:
+    """Fail unless ``function(**kwargs)`` raises ``InvalidParameterError`` in the one shape of
+    ``validate_params``: naming the parameter, the function and the value it got."""
+    try:
+        function(**kwargs)
+    except InvalidParameterError as error:
+        message = str(error)
+        if not (f"'{name}'" in message and function.__name__ in message and "Got" in message):
+            raise AssertionError(f"{function.__name__}: the error for {name}={kwargs[name]!r} does not name the "
+                                 f"parameter, the function and the value: {message}") from error
+        return
+    raise AssertionError(f"{function.__name__} accepted {name}={kwargs[name]!r}")
