@@ -317,3 +317,12 @@ def test_model_averaging_growth_term_without_cancellation_or_inf_over_inf():
     assert tiny.terms["growth_term"] == pytest.approx(0.1 / 4e-301, rel=1e-12)
     huge = B.model_averaging_bound(0.1, step=1e308, L=4.0, cluster_size=10, beta=0.5, T=10)
     assert huge.terms["growth_term"] == np.inf
+
+
+@pytest.mark.parametrize("delta, satisfiable", [(8.0, False), (8.0 * (1 + 1e-9), True)])
+def test_a38_rows_agree_with_satisfiable_at_the_boundary(delta, satisfiable):
+    """mu = L, c4 = 1/4: A38 needs Delta > 32 c4 = 8 strictly (rho0 tends to c4 l but stays
+    above it), so at Delta = 8 neither the verdict nor its row may claim it."""
+    result = B.a38_satisfiability(v=1.0, sigma=0.5, L=1.0, mu=1.0, l=0.5, P=2, delta=delta, beta=0.5, points=2)
+    assert bool(result.derived["satisfiable"]) is satisfiable
+    assert bool(result.assumptions[0].holds) is satisfiable

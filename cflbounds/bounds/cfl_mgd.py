@@ -297,9 +297,9 @@ def a38_satisfiability(*, v, sigma, L, mu, l, P, delta, beta, failure=0.1, max_c
                "best_m": grid[best] if best is not None else np.inf,
                "best_n_prime": smallest[best] if best is not None else np.inf}
     factor = "32 beta c4" if c4_term == "derivation" else "32 c4"
-    rows = (Inequality(f"Delta > {factor} (L/mu)^(3/2) (A38 as n', m -> inf)", delta, needed, ">=", "CFL-MGD (A38)"),
+    rows = (Inequality(f"Delta > {factor} (L/mu)^(3/2) (A38 as n', m -> inf)", delta, needed, ">", "CFL-MGD (A38)"),
             Inequality(f"{factor} (L/mu)^(3/2) < 2 C max||chi*|| (A38 and A4 together)", needed,
-                       2 * C * max_center_norm, "<=", "CFL-MGD (A38), Assumption 4", C))
+                       2 * C * max_center_norm, "<", "CFL-MGD (A38), Assumption 4", C))
     value = samples[best] if best is not None else np.inf
     return BoundResult("MGD.T1", value, {"smallest_m_n_prime": value}, derived, rows, a38_satisfiability.__doc__)
 
