@@ -22,9 +22,8 @@ from ..bounds import lcfl as bounds
 from ..synthetic.bounded_linear import make_bounded_linear_clusters
 from ..synthetic.seeding import spawn_seeds, stream
 from .context import VerifyContext
-from .orderings import bonferroni_confidence
 from .rademacher import rademacher_linear
-from .stats import clopper_pearson
+from .stats import bonferroni_confidence, clopper_pearson
 from .verdict import Verdict
 
 CONFIDENCE = 0.95
@@ -119,7 +118,7 @@ def judge_exceedance(deviation, right_side, level, confidence=CONFIDENCE, compar
     exceedance rate: ``holds`` if the upper end at ``confidence`` is below ``level`` (a
     verdict needing every configuration to hold is an intersection-union test, so no
     correction), ``violated`` if the lower end at the Bonferroni level
-    (:func:`.orderings.bonferroni_confidence`) is above it (any one configuration makes the
+    (:func:`.stats.bonferroni_confidence`) is above it (any one configuration makes the
     verdict ``violated``), else ``inconclusive``. Returns the table columns of the judgment."""
     deviation = np.asarray(deviation, dtype=float)
     exceed = int(np.sum(deviation > right_side))

@@ -24,15 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .stats import paired_difference
+from .stats import bonferroni_confidence, paired_difference
 
-__all__ = ["OrderingJudgment", "bonferroni_confidence", "judge_ordering", "orderings_verdict"]
-
-
-def bonferroni_confidence(confidence: float, comparisons: int) -> float:
-    """``1 - (1 - confidence) / comparisons``: each of ``comparisons`` tests at this level
-    keeps the chance of any false rejection at most ``1 - confidence``."""
-    return 1.0 - (1.0 - confidence) / comparisons
+__all__ = ["OrderingJudgment", "judge_ordering", "orderings_verdict"]
 
 
 @dataclass(frozen=True)

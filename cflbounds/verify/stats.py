@@ -17,7 +17,14 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-__all__ = ["clopper_pearson", "RateFit", "fit_rate", "fisher_one_sided", "mean_interval", "PairedDifference", "paired_difference"]
+__all__ = ["clopper_pearson", "bonferroni_confidence", "RateFit", "fit_rate", "fisher_one_sided", "mean_interval",
+           "PairedDifference", "paired_difference"]
+
+
+def bonferroni_confidence(confidence: float, comparisons: int) -> float:
+    """``1 - (1 - confidence) / comparisons``: each of ``comparisons`` tests at this level
+    keeps the chance of any false rejection at most ``1 - confidence``."""
+    return 1.0 - (1.0 - confidence) / comparisons
 
 
 def clopper_pearson(successes, trials, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
