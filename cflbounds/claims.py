@@ -13,14 +13,21 @@ An installed package adds its claims through the entry-point group ``cflbounds.c
     [project.entry-points."cflbounds.claims"]
     textbook = "cflbounds_textbook:CLAIMS"      # a list of Claim (or a function returning one)
 
+A claim whose bound can be evaluated on one instance may also declare a :class:`Domain` (its
+admissible :class:`Parameter` ranges and assumptions, and an evaluation returning an
+:class:`Instance` per point): ``cflbounds falsify`` then searches it for the worst case.
+
 The five papers' claims are registered the same way from cflbounds' own ``pyproject.toml``.
 ``examples/textbook/`` is a complete package to copy; ``docs/own-theorem.md`` walks through it.
 """
 from ._validation import Interval, InvalidParameterError, Options, require, validate_params
+from .bounds._report import Inequality
 from .verify import rules
 from .verify.claim import Claim, ClaimError
 from .verify.context import VerifyContext
+from .verify.domain import Domain, Instance, Parameter
 from .verify.verdict import Verdict
 
-__all__ = ["Claim", "ClaimError", "Interval", "InvalidParameterError", "Options", "require", "rules",
-           "validate_params", "VerifyContext", "Verdict"]
+__all__ = ["Claim", "ClaimError", "Domain", "Inequality", "Instance", "Interval", "InvalidParameterError", "Options",
+           "Parameter",
+           "require", "rules", "validate_params", "VerifyContext", "Verdict"]

@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from .context import VerifyContext
+from .domain import Domain
 from .verdict import Verdict
 
 __all__ = ["Claim", "ClaimError", "ID_PATTERN"]
@@ -27,8 +28,10 @@ class Claim:
     (``ctx -> Verdict``; ``None`` for a catalogued claim without one), the ``bound`` (a
     function of named constants decorated with :func:`cflbounds.claims.validate_params`,
     returning a number or a :class:`~cflbounds.bounds._report.BoundResult`; ``None`` if it has
-    no formula), the ``paper``'s short name (default: the ID's prefix), its ``reference``, and
-    the ``package`` that declared it (set by the registry from the entry point's distribution).
+    no formula), the ``paper``'s short name (default: the ID's prefix), its ``reference``, the
+    ``package`` that declared it (set by the registry from the entry point's distribution), and
+    for ``cflbounds falsify`` its admissible ``domain`` (:class:`~cflbounds.verify.domain.Domain`)
+    or, when it has none, ``no_domain``: why it cannot be searched (a sentence).
     """
 
     id: str
@@ -38,6 +41,8 @@ class Claim:
     paper: str = ""
     reference: str = ""
     package: str = ""
+    domain: Domain | None = None
+    no_domain: str = ""
 
     def __post_init__(self):
         if not self.paper and isinstance(self.id, str):
@@ -66,9 +71,12 @@ class Claim:
                              "decorated with cflbounds.claims.validate_params (its constants named and validated)")
         if self.bound is not None and not callable(self.bound):
             raise ClaimError(f"claim {self.id}: bound must be a function, got {self.bound!r}")
+        if self.domain is not None and not isinstance(self.domain, Domain):
+            raise ClaimError(f"claim {self.id}: domain must be a cflbounds.claims.Domain, got {self.domain!r}")
         return self
 
     def as_dict(self) -> dict:
         return {"id": self.id, "paper": self.paper, "package": self.package, "reference": self.reference,
                 "statement": self.statement, "status": self.status,
+                "falsify": "yes" if self.domain is not None else (f"no: {self.no_domain}" if self.no_domain else "no"),
                 "bound": f"{self.bound.__module__}.{self.bound.__name__}" if self.bound else None}

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from cflbounds.claims import Claim, Interval, require, rules, validate_params
+from cflbounds.claims import Claim, Domain, Inequality, Instance, Interval, Parameter, require, rules, validate_params
 
 POSITIVE = [Interval(Real, 0, None, closed="neither")]
 CONSTANTS = {"mu": POSITIVE, "L": POSITIVE, "eta": POSITIVE, "T": [Interval(Integral, 0, None, closed="left")],
@@ -130,10 +130,49 @@ def _checker(claim_id: str, bound):
     return check
 
 
+# -- the admissible domain, for `cflbounds falsify` ------------------------------------------------
+PARAMETERS_SEARCHED = [
+    Parameter("L", 0.1, 10.0, log=True, simple=1.0, description="smoothness"),
+    Parameter("mu_over_L", 1e-3, 1.0, log=True, simple=0.1, description="mu / L"),
+    Parameter("eta_fraction", 0.01, 1.0, simple=1.0, description="eta as a fraction of 2/(mu + L)"),
+    Parameter("T", 1, 100, integer=True, log=True, description="gradient steps"),
+    Parameter("d", 2, 32, integer=True, log=True, description="dimension"),
+    Parameter("alignment", 0.0, 1.0, simple=1.0, description="share of x_0 - x* along the slowest direction "
+                                                             "(the rest along a random one)"),
+]
+
+
+def _instance(point: dict, seed: int, bound) -> Instance:
+    """One random quadratic at ``point`` (its extreme eigenvalues exactly mu and L), GD run T steps."""
+    generator = torch.Generator().manual_seed(seed)
+    L, d, T = point["L"], point["d"], point["T"]
+    mu = L * point["mu_over_L"]
+    eta = point["eta_fraction"] * 2.0 / (mu + L)
+    eigenvalues = mu + (L - mu) * torch.rand(d, generator=generator, dtype=torch.float64)
+    eigenvalues[0], eigenvalues[1] = mu, L
+    basis, _ = torch.linalg.qr(torch.randn(d, d, generator=generator, dtype=torch.float64))
+    random = torch.nn.functional.normalize(torch.randn(d, generator=generator, dtype=torch.float64), dim=0)
+    start = torch.nn.functional.normalize(point["alignment"] * basis[:, 0] + (1 - point["alignment"]) * random, dim=0)
+    error = start.clone()
+    for _ in range(T):  # x+ - x* = (I - eta H)(x - x*), with H applied in its eigenbasis
+        error = error - eta * (basis @ (eigenvalues * (basis.T @ error)))
+    assumptions = [Inequality("mu <= L", mu, L, "<=", "Nesterov 2018, Thm 2.1.15").as_dict(),
+                   Inequality("eta <= 2/(mu + L)", eta, 2.0 / (mu + L), "<=", "the claim's step size").as_dict()]
+    return Instance(float(torch.linalg.vector_norm(error)), bound(mu, L, eta, T, 1.0), assumptions,
+                    details={"mu": mu, "eta": eta})
+
+
+def _domain(bound) -> Domain:
+    return Domain(PARAMETERS_SEARCHED, lambda points, seeds, ctx: [_instance(p, s, bound) for p, s in zip(points, seeds)],
+                  rule="deterministic", rtol=RTOL,
+                  note="quadratics by L, mu/L, eta/(2/(mu+L)), T, d and how far the start leans to the slowest direction")
+
+
 GD = Claim("TEXTBOOK.GD", "Gradient descent with 0 < eta <= 2/(mu + L) on an L-smooth, mu-strongly convex quadratic: "
            "||x_T - x*|| <= max(|1 - eta mu|, |1 - eta L|)^T ||x_0 - x*||.",
-           check=_checker("TEXTBOOK.GD", gd_bound), bound=gd_bound,
+           check=_checker("TEXTBOOK.GD", gd_bound), bound=gd_bound, domain=_domain(gd_bound),
            reference="Nesterov, Lectures on Convex Optimization (2018), Thm 2.1.15")
 GD_PLANTED = Claim("TEXTBOOK.GD-PLANTED", "A planted error: the same with the factor (1 - 2 eta mu)^T.",
                    check=_checker("TEXTBOOK.GD-PLANTED", planted_gd_bound), bound=planted_gd_bound,
+                   domain=_domain(planted_gd_bound),
                    reference="planted (false) twin of TEXTBOOK.GD")

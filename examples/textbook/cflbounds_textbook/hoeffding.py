@@ -17,7 +17,7 @@ from numbers import Integral, Real
 import pandas as pd
 import torch
 
-from cflbounds.claims import Claim, Interval, rules, validate_params
+from cflbounds.claims import Claim, Domain, Instance, Interval, Parameter, rules, validate_params
 
 CONSTANTS = {"n": [Interval(Integral, 1, None, closed="left")], "t": [Interval(Real, 0, 1, closed="right")]}
 SAMPLES = (1, 2, 5, 10, 20, 50)
@@ -102,9 +102,32 @@ def _checker(claim_id: str, bound):
     return check
 
 
+# -- the admissible domain, for `cflbounds falsify`: the extremal laws of Hoeffding's inequality --------
+SEARCH_TRIALS = 4000  # trials per evaluation; confirmation pools 20 fresh seeds of them
+
+
+def _instance(point: dict, seed: int, bound) -> Instance:
+    """SEARCH_TRIALS means of n Bernoulli(p) samples: how often mean - p >= t."""
+    generator = torch.Generator().manual_seed(seed)
+    n, t, p = point["n"], point["t"], point["p"]
+    draws = (torch.rand((SEARCH_TRIALS, n), generator=generator, dtype=torch.float64) < p).double()
+    exceedances = int(((draws.mean(dim=1) - p) >= t - LEEWAY).sum())
+    return Instance(exceedances / SEARCH_TRIALS, bound(n, t), exceedances=exceedances, trials=SEARCH_TRIALS)
+
+
+def _domain(bound) -> Domain:
+    return Domain([Parameter("n", 1, 200, integer=True, log=True, description="samples"),
+                   Parameter("t", 0.01, 1.0, log=True, simple=0.5, description="deviation"),
+                   Parameter("p", 0.01, 0.99, simple=0.5, description="the coin's bias: Bernoulli(p) samples")],
+                  lambda points, seeds, ctx: [_instance(q, s, bound) for q, s in zip(points, seeds)],
+                  rule="probability", note="coins of bias p, n samples, deviation t")
+
+
 HOEFFDING = Claim("TEXTBOOK.HOEFFDING", "For n i.i.d. samples in [0, 1]: P(mean - E >= t) <= exp(-2 n t^2).",
                   check=_checker("TEXTBOOK.HOEFFDING", hoeffding_bound), bound=hoeffding_bound,
+                  domain=_domain(hoeffding_bound),
                   reference="Hoeffding, J. Amer. Statist. Assoc. 58 (1963), Thm 2")
 HOEFFDING_PLANTED = Claim("TEXTBOOK.HOEFFDING-PLANTED", "A planted error: the same with exp(-4 n t^2).",
                           check=_checker("TEXTBOOK.HOEFFDING-PLANTED", planted_hoeffding_bound),
-                          bound=planted_hoeffding_bound, reference="planted (false) twin of TEXTBOOK.HOEFFDING")
+                          bound=planted_hoeffding_bound, domain=_domain(planted_hoeffding_bound),
+                          reference="planted (false) twin of TEXTBOOK.HOEFFDING")

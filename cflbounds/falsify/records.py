@@ -1,0 +1,85 @@
+"""A counterexample on disk: written by ``cflbounds falsify``, replayed by ``--replay FILE``, and
+turned into a pytest regression test by ``--emit-test FILE``.
+
+The file holds the claim, the point, the seed of its instance, what was measured against the
+bound with the assumption rows, and how it was found and confirmed. Replaying evaluates that
+point alone at that seed, exactly as the falsifier's last evaluation did, so the ratio
+reproduces exactly (on the same device and versions).
+"""
+from __future__ import annotations
+
+import json
+import pprint
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .. import __version__
+from .._files import atomic_write_text
+from .._validation import InvalidParameterError
+from ..verify.context import VerifyContext
+from ..verify.domain import Instance
+from ..verify.registry import get_claim
+from ..verify.verdict import json_safe
+
+__all__ = ["read_counterexample", "replay_counterexample", "write_counterexample", "emit_test"]
+
+
+def write_counterexample(path: Path, result: dict) -> Path:
+    """``result``'s counterexample (a dict of :func:`cflbounds.falsify.run.falsify_claim`) as JSON."""
+    record = {"cflbounds": __version__, "written": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+              "id": result["id"], "device": result["device"], **result["counterexample"],
+              "confirmation": result["confirmation"], "search_seed": result["seed"]}
+    atomic_write_text(path, json.dumps(json_safe(record), indent=2, allow_nan=False))
+    return path
+
+
+def read_counterexample(path) -> dict:
+    """The counterexample in ``path``, checked: a clear one-line error names what is wrong."""
+    path = Path(path)
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise InvalidParameterError(f"{path}: not a readable counterexample file ({type(error).__name__}: "
+                                    f"{error})") from None
+    missing = [key for key in ("id", "parameters", "seed", "ratio") if not isinstance(record, dict) or key not in record]
+    if missing:
+        raise InvalidParameterError(f"{path}: not a counterexample of cflbounds falsify (missing {missing})")
+    return record
+
+
+def replay_counterexample(record: dict, device: str | None = None) -> Instance:
+    """Evaluate the counterexample's point alone at its seed (the claim must declare a domain)."""
+    claim = get_claim(record["id"])
+    if claim.domain is None:
+        raise InvalidParameterError(f"Claim {record['id']} declares no domain: nothing to replay.")
+    ctx = VerifyContext(seed=int(record.get("search_seed", 0)), device=device or record.get("device", "cpu"))
+    claim.domain.check_point(record["parameters"])
+    return claim.domain.evaluate([dict(record["parameters"])], [int(record["seed"])], ctx)[0]
+
+
+def emit_test(path: Path, record: dict) -> Path:
+    """A pytest file that fails while the counterexample stands: it replays the point and asserts
+    the claim holds there (``measured <= bound``)."""
+    name = re.sub(r"\W+", "_", record["id"].lower()).strip("_")
+    text = f'''"""Regression test emitted by `cflbounds falsify {record["id"]}` (search seed {record.get("search_seed")}).
+
+The falsifier found {record["id"]} violated at this point (measured / bound = {record["ratio"]:.6g},
+confirmed on fresh seeds); this test replays it and fails while the claim is violated there.
+"""
+from cflbounds.falsify import replay_counterexample
+
+COUNTEREXAMPLE = {pprint.pformat(json_safe({key: record[key] for key in ("id", "parameters", "seed", "ratio", "device",
+                                                                          "search_seed") if key in record}),
+                                  sort_dicts=False)}
+
+
+def test_{name}_holds_at_the_falsifier_counterexample():
+    instance = replay_counterexample(COUNTEREXAMPLE)
+    assert instance.admissible, "the counterexample no longer meets the claim's assumptions"
+    assert instance.measured <= instance.bound, (
+        f"{{COUNTEREXAMPLE['id']}} violated at {{COUNTEREXAMPLE['parameters']}} (seed {{COUNTEREXAMPLE['seed']}}): "
+        f"measured {{instance.measured:.6g}} > bound {{instance.bound:.6g}}")
+'''
+    atomic_write_text(Path(path), text)
+    return Path(path)

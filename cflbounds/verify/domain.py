@@ -1,0 +1,207 @@
+"""What a claim declares so that ``cflbounds falsify`` can search for its worst case.
+
+A :class:`Domain` is the set of problems and algorithm settings a claim's statement
+quantifies over — :class:`Parameter` ranges (integer or continuous, searched on a log scale
+where they are scales) and the theorem's assumptions as constraints — together with an
+*instance evaluation*: given points of the domain and a seed for each, build the problems with
+exact constants, run the algorithm (batched), and return each point's :class:`Instance`: the
+measured quantity, the bound's value and the assumption rows.
+
+How an instance is judged (``Domain.rule``), which decides the search's objective and the
+confirmation on fresh seeds:
+
+* ``"deterministic"``: the bound holds on every instance (up to ``rtol``); objective
+  ``log(measured / allowed)``, allowed = ``bound (1 + rtol)``; confirmed by
+  :func:`.rules.deterministic` on fresh instances;
+* ``"expectation"``: ``E[measured] <= bound``, the instance's ``samples`` being independent
+  trials; objective ``log(mean / bound)``; confirmed when the Student-t interval of the mean
+  excess over fresh trials lies above 0;
+* ``"probability"``: ``P(event) <= allowed``, the instance counting ``exceedances`` out of
+  ``trials`` (``measured`` the frequency, ``bound`` the allowed probability); objective
+  ``frequency - allowed``; confirmed by :func:`.rules.exceedance_counts` on fresh trials.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+__all__ = ["Parameter", "Instance", "Domain", "RULES"]
+
+RULES = ("deterministic", "expectation", "probability")
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One coordinate of a domain: ``low <= value <= high``, an ``integer`` or a float,
+    searched on a ``log`` scale (for scales: sizes, noise levels, step sizes) or a linear one.
+    ``simple``: the value shrinking moves it toward (default: ``low`` for an integer, else
+    the round number of the range nearest ``low``)."""
+
+    name: str
+    low: float
+    high: float
+    integer: bool = False
+    log: bool = False
+    simple: float | None = None
+    description: str = ""
+
+    def __post_init__(self):
+        if not (math.isfinite(self.low) and math.isfinite(self.high) and self.low <= self.high):
+            raise ValueError(f"parameter {self.name!r}: needs finite low <= high, got [{self.low}, {self.high}]")
+        if self.log and self.low <= 0:
+            raise ValueError(f"parameter {self.name!r}: a log scale needs low > 0, got {self.low}")
+        if self.integer and (self.low != round(self.low) or self.high != round(self.high)):
+            raise ValueError(f"parameter {self.name!r}: an integer range needs integer ends")
+        if self.simple is not None and not self.low <= self.simple <= self.high:
+            raise ValueError(f"parameter {self.name!r}: simple = {self.simple} is outside [{self.low}, {self.high}]")
+
+    @property
+    def simplest(self) -> float:
+        if self.simple is not None:
+            return self.simple
+        return self.low if self.integer else round_toward(self.low, self.high, self.low)
+
+    def decode(self, unit: float):
+        """The value at ``unit`` in [0, 1] (clipped), on the parameter's scale, rounded for an integer."""
+        unit = min(max(float(unit), 0.0), 1.0)
+        value = (math.exp(math.log(self.low) + unit * (math.log(self.high) - math.log(self.low))) if self.log
+                 else self.low + unit * (self.high - self.low))
+        value = min(max(value, self.low), self.high)
+        return int(round(value)) if self.integer else value
+
+    def encode(self, value) -> float:
+        """The unit coordinate of ``value`` (inverse of :meth:`decode` up to rounding)."""
+        if self.high == self.low:
+            return 0.0
+        if self.log:
+            return (math.log(value) - math.log(self.low)) / (math.log(self.high) - math.log(self.low))
+        return (value - self.low) / (self.high - self.low)
+
+    def contains(self, value) -> bool:
+        if self.integer and (not isinstance(value, (int, np.integer)) or isinstance(value, bool)):
+            return False
+        return isinstance(value, (int, float, np.number)) and self.low <= value <= self.high
+
+
+def round_toward(low: float, high: float, value: float) -> float:
+    """The roundest number in ``[low, high]`` nearest ``value``: fewest significant digits first."""
+    for digits in range(1, 16):
+        rounded = float(f"{value:.{digits}g}")
+        if low <= rounded <= high:
+            return rounded
+    return value
+
+
+@dataclass
+class Instance:
+    """One evaluated point: ``measured`` against ``bound`` and the assumption rows
+    (``Inequality.as_dict()``) at this instance. ``samples`` (expectation claims): the
+    per-trial values ``measured`` averages; ``exceedances`` out of ``trials`` (probability
+    claims): ``measured`` is their frequency, ``bound`` the allowed probability.
+    ``details``: what else a reader of the counterexample needs (numbers or short strings)."""
+
+    measured: float
+    bound: float
+    assumptions: list = field(default_factory=list)
+    samples: list | None = None
+    exceedances: int | None = None
+    trials: int | None = None
+    details: dict = field(default_factory=dict)
+
+    @property
+    def admissible(self) -> bool:
+        """Every assumption row holds at this instance (an inadmissible instance never counts)."""
+        return all(bool(row["holds"]) for row in self.assumptions)
+
+    @property
+    def ratio(self) -> float:
+        """``measured / bound``; ``inf`` when a non-positive bound is exceeded."""
+        return _ratio(self.measured, self.bound)
+
+    def as_dict(self) -> dict:
+        data = {"measured": self.measured, "bound": self.bound, "ratio": self.ratio, "assumptions": self.assumptions,
+                "details": self.details}
+        if self.samples is not None:
+            data["samples"] = len(self.samples)
+        if self.trials is not None:
+            data.update(exceedances=self.exceedances, trials=self.trials)
+        return data
+
+
+@dataclass(frozen=True)
+class Domain:
+    """A claim's admissible domain and instance evaluation (module docstring).
+
+    ``evaluate(points, seeds, ctx)``: a list of points (dicts of parameter values) and one seed
+    per point, returning one :class:`Instance` per point; it may batch them (the result of a
+    point must not depend on the others). ``constraints(point)``: assumption rows that depend
+    on the parameters alone, checked before evaluating (a point breaking one is never
+    evaluated); rows that depend on the drawn problem come back in the instance.
+    ``confirmation``: fresh seeds used to confirm a counterexample; ``rtol``: a deterministic
+    bound's numerical tolerance. ``note``: what the search varies, in a sentence."""
+
+    parameters: Sequence[Parameter]
+    evaluate: Callable
+    rule: str = "deterministic"
+    constraints: Callable[[dict], list] | None = None
+    confirmation: int = 20
+    rtol: float = 1e-9
+    note: str = ""
+
+    def __post_init__(self):
+        if self.rule not in RULES:
+            raise ValueError(f"domain rule must be one of {RULES}, got {self.rule!r}")
+        names = [p.name for p in self.parameters]
+        if not names or len(set(names)) != len(names):
+            raise ValueError(f"a domain needs distinct parameter names, got {names}")
+        if not callable(self.evaluate) or (self.constraints is not None and not callable(self.constraints)):
+            raise ValueError("a domain's evaluate (and constraints) must be functions")
+        if self.confirmation < 2:
+            raise ValueError("a domain needs at least 2 confirmation seeds")
+
+    def decode(self, unit) -> dict:
+        return {p.name: p.decode(u) for p, u in zip(self.parameters, unit)}
+
+    def encode(self, point: dict) -> np.ndarray:
+        return np.array([p.encode(point[p.name]) for p in self.parameters])
+
+    def check_point(self, point: dict) -> None:
+        """Raise ValueError unless ``point`` names every parameter with a value in its range."""
+        missing = [p.name for p in self.parameters if p.name not in point]
+        unknown = sorted(set(point) - {p.name for p in self.parameters})
+        if missing or unknown:
+            raise ValueError(f"point {point}: missing {missing}, unknown {unknown}")
+        bad = [p.name for p in self.parameters if not p.contains(point[p.name])]
+        if bad:
+            raise ValueError(f"point {point}: {bad} outside the domain")
+
+    def constraint_rows(self, point: dict) -> list:
+        return list(self.constraints(point)) if self.constraints is not None else []
+
+    def allowed(self, instance: Instance) -> float:
+        """What the claim allows at ``instance``: a deterministic bound with its numerical
+        tolerance (``bound + rtol |bound|``, as :func:`.rules.deterministic` judges it), else the bound."""
+        if self.rule == "deterministic" and math.isfinite(instance.bound):
+            return instance.bound + self.rtol * abs(instance.bound)
+        return instance.bound
+
+    def ratio(self, instance: Instance) -> float:
+        """``measured / allowed``: above 1 exactly when the instance violates the claim."""
+        return _ratio(instance.measured, self.allowed(instance))
+
+    def score(self, instance: Instance) -> float:
+        """The search's objective, positive exactly when the instance violates the claim:
+        ``log(measured / allowed)``, or for a probability ``frequency - allowed``."""
+        if self.rule == "probability":
+            return instance.measured - instance.bound
+        ratio = self.ratio(instance)
+        return math.inf if math.isinf(ratio) else (math.log(ratio) if ratio > 0 else -math.inf)
+
+
+def _ratio(measured: float, bound: float) -> float:
+    if bound > 0:
+        return measured / bound
+    return math.inf if measured > bound else 0.0
