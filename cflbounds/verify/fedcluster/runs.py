@@ -32,7 +32,7 @@ from ...synthetic.partitions import make_partition
 from ...synthetic.seeding import spawn_seeds, stream
 from ..stats import mean_interval
 
-__all__ = ["FAMILIES", "RunSet", "run_set", "family_problem", "mean_with_interval"]
+__all__ = ["FAMILIES", "RunSet", "run_set", "run_problem", "partition_devices", "family_problem", "mean_with_interval"]
 
 CONFIDENCE = 0.95
 
@@ -137,8 +137,14 @@ def partition(name, problem, kind, M, seed) -> np.ndarray:
     across the trials, whose planted clusters are the same)."""
     if kind == "planted":
         return np.asarray(problem.membership, dtype=np.int64)
+    return partition_devices(problem, kind, M, seed, FAMILIES[name].get("start_distance", 1.0))
+
+
+def partition_devices(problem, kind, M, seed, probe_distance=1.0) -> np.ndarray:
+    """``make_partition`` of the devices into M clusters (``kind`` one of ``PARTITIONS``) on
+    descriptors = every problem's device gradients at w* and at w* + probe_distance e_1."""
     center = optimum(problem)
-    probe = optimum(problem) + np.eye(problem.d)[0] * FAMILIES[name].get("start_distance", 1.0)
+    probe = optimum(problem) + np.eye(problem.d)[0] * probe_distance
     gradients = quadratic_part(problem).client_gradients(np.stack([center, probe], axis=1))  # (B, 2, N, d)
     features = np.moveaxis(gradients, 2, 0).reshape(problem.clients, -1)
     return make_partition(features, M, kind, seed=seed)
@@ -147,30 +153,48 @@ def partition(name, problem, kind, M, seed) -> np.ndarray:
 class IterateMonitor:
     """Running maxima over the iterates of Assumption 2.3, per problem and run: the largest
     distance from the ball's center, and (``gradients``) ``max E||grad f(w; xi)||^2``
-    (:func:`second_moment_kernel`)."""
+    (:func:`second_moment_kernel`). ``chunk``: how many local steps' iterates are kept and
+    then evaluated together (1 = at every step; more = fewer, larger kernel calls, the same
+    maxima up to rounding)."""
 
-    def __init__(self, problem, center, runs: int, gradients: bool):
-        self.problem, self.gradients = problem, gradients
+    def __init__(self, problem, center, runs: int, gradients: bool, chunk: int = 1):
+        self.problem, self.gradients, self.chunk = problem, gradients, chunk
         self.second_moments = second_moment_kernel(problem)
         self.center = torch.as_tensor(np.ascontiguousarray(center), dtype=problem.dtype, device=problem.device)
         B = problem.batch_size
         self.distance = torch.zeros(B, runs, dtype=problem.dtype, device=problem.device)
         self.g2_local = torch.zeros_like(self.distance)
         self.g2_average = torch.zeros_like(self.distance)
+        self._pending = []
 
     def __call__(self, local, clients, weight):
-        active = (weight > 0)[..., None]  # (B, S, 1)
+        self._pending.append((local, clients, weight))
+        if len(self._pending) >= self.chunk:
+            self._flush()
+
+    def _flush(self):
+        """Fold the kept steps' iterates into the maxima: their local models side by side
+        (devices axis), their averages side by side (runs axis)."""
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        local = torch.cat([p[0] for p in pending], dim=1)  # (B, k S, C, d)
+        clients, weight = (torch.cat([p[i] for p in pending], dim=1) for i in (1, 2))  # (B, k S)
+        active = (weight > 0)[..., None]  # (B, k S, 1)
         distance = torch.linalg.vector_norm(local - self.center[:, None, None], dim=-1) * active
         self.distance = torch.maximum(self.distance, distance.amax(dim=1))
         if not self.gradients:
             return
         own = self.second_moments(local, clients) * active
         self.g2_local = torch.maximum(self.g2_local, own.amax(dim=1))
-        average = torch.einsum("bs,bscd->bcd", weight, local)
-        every = average[:, None].expand(-1, self.problem.clients, -1, -1)
-        self.g2_average = torch.maximum(self.g2_average, self.second_moments(every).amax(dim=1))
+        average = torch.stack([torch.einsum("bs,bscd->bcd", w, l) for l, _, w in pending], dim=2)  # (B, C, k, d)
+        B, C, k, d = average.shape
+        every = average.reshape(B, C * k, d)[:, None].expand(-1, self.problem.clients, -1, -1)
+        moments = self.second_moments(every).amax(dim=1).reshape(B, C, k).amax(dim=-1)
+        self.g2_average = torch.maximum(self.g2_average, moments)
 
     def results(self) -> dict:
+        self._flush()
         as_numpy = lambda t: t.double().cpu().numpy()
         return {"distance": as_numpy(self.distance), "g2_local": as_numpy(self.g2_local),
                 "g2_average": as_numpy(self.g2_average)}
@@ -229,17 +253,28 @@ def run_set(ctx, name, kind, M, E, horizons, trials, *, gradients=True) -> RunSe
     M = int(membership.max()) + 1
     w0 = initial_point(name, problem, membership, ctx.seed)
     horizons = np.asarray(sorted(set(int(h) for h in horizons)))
-    steps = 1.0 / np.sqrt(horizons * M * E)
     center = w0 if FAMILIES[name]["ball"] == "start" else optimum(problem)
-    monitor = IterateMonitor(problem, center, len(horizons), gradients)
+    measured, squared, constants = run_problem(problem, membership, E, horizons, w0, center, ctx.seed,
+                                               gradients=gradients)
+    q = np.bincount(membership, weights=problem.weights)
+    return RunSet(name, kind, M, E, horizons, membership, measured, squared[:, -1], constants, q, problem)
+
+
+def run_problem(problem, membership, E, horizons, w0, center, seed, *, gradients=True, chunk=1):
+    """FedCluster on ``problem`` at Theorem 1's step ``(TME)^(-1/2)``, one run per horizon T of
+    ``horizons`` (sorted ints), monitored: ``measured`` ``(B, H)`` = (1/T) sum_{j<T} ||grad f(W_jM)||^2,
+    ``squared`` ``(B, H, T_max + 1)`` = every ||grad f(W_jM)||^2, and every constant (:func:`_constants`,
+    balls centered at ``center``). ``seed`` seeds the cluster orders (with the problems' seeds);
+    ``chunk``: :class:`IterateMonitor`'s."""
+    M = int(np.max(membership)) + 1
+    steps = 1.0 / np.sqrt(horizons * M * E)
+    monitor = IterateMonitor(problem, center, len(horizons), gradients, chunk)
     trace = fedcluster(problem, membership, rounds=int(horizons.max()), local_steps=E, step_sizes=steps, init=w0,
-                       monitor=monitor, seed=ctx.seed)
+                       monitor=monitor, seed=seed)
     squared = _squared_gradient_norms(problem, trace.round_models)  # (B, H, T_max + 1)
     measured = np.stack([squared[:, h, :T].mean(axis=1) for h, T in enumerate(horizons)], axis=1)
     seen = monitor.results()
-    constants = _constants(problem, membership, trace, w0, center, seen, gradients)
-    q = np.bincount(membership, weights=problem.weights)
-    return RunSet(name, kind, M, E, horizons, membership, measured, squared[:, -1], constants, q, problem)
+    return measured, squared, _constants(problem, membership, trace, w0, center, seen, gradients)
 
 
 def _constants(problem, membership, trace, w0, center, seen, gradients) -> dict:
