@@ -10,7 +10,7 @@ from functools import partial
 
 from ...bounds import fedcluster as bounds
 from ...claims import Claim
-from . import checks, rates
+from . import checks, domain, rates
 
 claim = partial(Claim, paper="FedCluster", reference="FedCluster: cluster-cycling federated learning (fedcluster.txt)")
 
@@ -18,9 +18,9 @@ CLAIMS = [
     claim("FC.A2", "f(.;xi) L-smooth and bounded below; local gradient variance <= s_k^2; E||grad f||^2 <= G^2.",
           checks.check_a2),
     claim("FC.H", "H_cluster = sup_w sum_K q_K ||grad f(w; D^(S_K)) - grad f(w)||^2 <= H_device.",
-          checks.check_h),
+          checks.check_h, domain=domain.h_domain()),
     claim("FC.T1", "eta = (TME)^(-1/2), ME <= C/(8LG^2), T >= L^2 max(1, 16/(EM)): (1/T) sum E||grad f(W_jM)||^2 "
-          "<= 2C/sqrt(TME).", checks.check_t1, bounds.theorem1),
+          "<= 2C/sqrt(TME).", checks.check_t1, bounds.theorem1, domain=domain.t1_domain()),
     claim("FC.SPEEDUP", "O(1/sqrt(TME)) vs FedAvg's O(1/sqrt(TE)): a sqrt(M) speed-up in rounds.",
           rates.check_speedup, bounds.speedup),
     claim("FC.TRADEOFF", "Larger M raises H_cluster and the variance term; C/sqrt(M) has a best M.",
