@@ -66,15 +66,6 @@ class SearchResult:
         candidates = self.admissible
         return max(candidates, key=lambda e: (e.score, -e.index)) if candidates else None
 
-    def best_so_far(self) -> list[float]:
-        """The best admissible score after each evaluation (NaN before the first)."""
-        best, trace = -math.inf, []
-        for evaluation in self.evaluations:
-            if evaluation.score is not None:
-                best = max(best, evaluation.score)
-            trace.append(best if math.isfinite(best) else math.nan)
-        return trace
-
 
 def _shortfall(rows) -> float:
     """How far assumption rows fail, scale-free: the sum of |slack| / (|lhs| + |rhs|) over failing rows."""
