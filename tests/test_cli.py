@@ -90,7 +90,7 @@ def test_claims_table_fits_the_terminal_and_loses_nothing(capsys, monkeypatch):
     code, out, _ = run(capsys, "claims")
     lines = out.splitlines()
     assert code == 0 and all(len(line) <= 80 for line in lines)
-    assert lines[0].split() == ["id", "paper", "package", "status", "falsify", "statement"]
+    assert lines[0].split() == ["id", "paper", "package", "checked", "by", "statement"]
     indent = lines[1].rindex(" ") + 1  # where the statement column starts
     rows, current = {}, None
     for line in lines[2:2 + lines[2:].index("") if "" in lines else None]:  # then: why some cannot be falsified

@@ -39,8 +39,11 @@ def run(args) -> int:
         print("| claim | paper | package | status | falsify | statement |\n|---|---|---|---|---|---|")
         for r in rows:
             print("| " + " | ".join(r[column].replace("|", "&#124;") for column in COLUMNS) + " |")
-    else:
-        print(table(COLUMNS, [[r[column] for column in COLUMNS] for r in rows]))
+    else:  # one column for what checks a claim: the terminal's width goes to the statements
+        checked = ["verify" * (r["status"] == "implemented") + ", falsify" * (r["falsify"] == "yes") or "-"
+                   for r in rows]
+        print(table(("id", "paper", "package", "checked by", "statement"),
+                    [[r["id"], r["paper"], r["package"], by.lstrip(", "), r["statement"]] for r, by in zip(rows, checked)]))
     if reasons:
         print("\nWhy these claims cannot be falsified (`cflbounds falsify` searches the others):\n")
         print("\n".join(f"- {claim_id}: {why}" for claim_id, why in reasons) if args.markdown else
