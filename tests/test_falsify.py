@@ -247,3 +247,34 @@ def test_a_domain_refuses_malformed_declarations():
         Domain([Parameter("x", 0, 1), Parameter("x", 0, 2)], lambda *a: [])
     with pytest.raises(ValueError, match="rule must be one of"):
         Domain([Parameter("x", 0, 1)], lambda *a: [], rule="sometimes")
+
+
+def test_a_time_budget_is_kept_within_one_chunk_of_evaluations():
+    """A generation is evaluated in chunks of the base population, the clock read between them:
+    IPOP's doubled populations cannot overrun the budget by a whole generation."""
+    evaluated = []
+
+    def evaluate(points, seeds, ctx):
+        evaluated.extend(points)
+        return [Instance(p["x"], 1.0) for p in points]
+
+    domain = Domain([Parameter("x", 0.0, 1.0), Parameter("y", 0.0, 1.0)], evaluate)
+    found = search(domain, VerifyContext(), seed=0, budget=300.0, clock=lambda: 0.1 * len(evaluated))
+    base_population = 4 + int(3 * math.log(2))
+    assert 3000 <= len(found.evaluations) < 3000 + base_population and found.restarts >= 1
+
+
+def test_a_margin_gives_a_probability_search_a_slope_where_no_trial_exceeds():
+    """Trials exceed only in the corner x, y > 0.999 (a millionth of the square): the margin leads
+    the search there; without it the objective is flat and the search never gets there."""
+    def domain(with_margin):
+        def evaluate(points, seeds, ctx):
+            hits = [int(min(p["x"], p["y"]) > 0.999) for p in points]
+            return [Instance(float(h), 0.5, exceedances=h, trials=1,
+                             margin=min(p["x"], p["y"]) / 0.999 if with_margin else None) for h, p in zip(hits, points)]
+
+        return Domain([Parameter("x", 0.0, 1.0), Parameter("y", 0.0, 1.0)], evaluate, rule="probability")
+
+    guided, blind = (search(domain(flag), VerifyContext(), seed=0, max_evaluations=400).best for flag in (True, False))
+    assert guided.score > 0 and min(guided.point.values()) > 0.999
+    assert blind.score < 0

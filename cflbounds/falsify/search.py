@@ -31,6 +31,8 @@ SEARCH_KEY = 1  # spawn key of the search's evaluation seeds (confirmation uses 
 PENALTY = 1e3  # above any admissible objective: log-ratios are clipped to +-SCORE_CAP
 SCORE_CAP = 50.0
 SIGMA0 = 0.3  # initial step size on the unit cube
+MAX_DOUBLINGS = 6  # IPOP doubles the population at each restart, up to 2**6 times the base one
+TIE_BREAK = 1e-3  # weight of an instance's margin in the objective (probability rules: see Instance.margin)
 
 
 def evaluation_seed(seed: int, index: int) -> int:
@@ -80,8 +82,12 @@ def _shortfall(rows) -> float:
     return total if total > 0 else 1.0
 
 
-def _objective(score: float) -> float:
-    return -float(np.clip(score, -SCORE_CAP, SCORE_CAP))
+def _objective(score: float, margin: float | None) -> float:
+    """What pycma minimises: minus the score, and minus a small multiple of the instance's margin
+    (how close it came to the event) so that a probability rule's search has a slope to follow
+    where no trial exceeds yet (the score, which decides violations, does not include it)."""
+    tie = 0.0 if margin is None or not math.isfinite(margin) else TIE_BREAK * min(max(margin, 0.0), 1.0)
+    return -float(np.clip(score, -SCORE_CAP, SCORE_CAP)) - tie
 
 
 def _minimum_steps(domain: Domain) -> np.ndarray:
@@ -116,18 +122,24 @@ def search(domain: Domain, ctx, *, seed: int, budget: float | None = None, max_e
     while not spent():
         restart_seed = spawn_seeds(seed, 1, SEARCH_KEY + 1, result.restarts)[0]
         rng = np.random.default_rng(restart_seed)
-        options = {"bounds": [0.0, 1.0], "popsize": base_population * 2 ** result.restarts,
+        options = {"bounds": [0.0, 1.0], "popsize": base_population * 2 ** min(result.restarts, MAX_DOUBLINGS),
                    "seed": int(restart_seed % (2**31 - 1)) + 1, "verbose": -9,
                    "minstd": list(minimum_steps), "tolfun": 1e-9, "tolx": 1e-6}
         if dimension == 1:  # pycma needs two coordinates: a dummy one the objective ignores
             options["minstd"] = list(minimum_steps) + [0.0]
         strategy = cma.CMAEvolutionStrategy(list(rng.uniform(0.1, 0.9, size=max(dimension, 2))), SIGMA0, options)
         while not strategy.stop() and not spent():
-            candidates = strategy.ask()
-            if max_evaluations is not None:
-                candidates = candidates[:max(1, max_evaluations - len(result.evaluations))]
-            objectives = _evaluate_generation(domain, ctx, seed, [c[:dimension] for c in candidates], result)
-            if len(candidates) == strategy.popsize:
+            candidates, objectives = strategy.ask(), []
+            # in chunks of the base population, so that a large generation does not overrun the budget;
+            # a generation cut short is kept in the record but not told to the strategy
+            for first in range(0, len(candidates), base_population):
+                if spent():
+                    break
+                chunk = candidates[first:first + base_population]
+                if max_evaluations is not None:
+                    chunk = chunk[:max_evaluations - len(result.evaluations)]
+                objectives += _evaluate_generation(domain, ctx, seed, [c[:dimension] for c in chunk], result)
+            if len(objectives) == len(candidates):
                 strategy.tell(candidates, objectives)
         result.restarts += 1
     result.restarts -= 1  # restarts after the first run
@@ -152,7 +164,7 @@ def _evaluate_generation(domain, ctx, seed, units, result: SearchResult) -> list
             score, objective = None, PENALTY + _shortfall(instance.assumptions)
         else:
             score = domain.score(instance)
-            objective = _objective(score)
+            objective = _objective(score, instance.margin)
         result.evaluations.append(Evaluation(first + i, point, seeds[i], score, instance))
         objectives.append(objective)
     return objectives
