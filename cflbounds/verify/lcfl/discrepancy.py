@@ -277,16 +277,16 @@ def _population_models(model, problem):
     return local_steps(model, start, one, step_size=PROBLEM["step_size"], steps=20 * PROBLEM["steps"])[0, :, 0], one
 
 
-def disc_lower_bound(model, one, candidates, starts, rng):
+def disc_lower_bound(model, one, candidates, starts, rng, steps=PROBLEM["steps"]):
     """A lower bound on disc(D_0, D_1) = sup_w |L_D0(w) - L_D1(w)| over the ball ``||w|| <= model.radius``:
-    projected gradient ascent of both signs from ``starts`` random points (from ``rng``) and from
-    the candidates, best value kept. ``one``: the two clusters' populations as one trial's data."""
+    ``steps`` of projected gradient ascent of both signs from ``starts`` random points (from ``rng``)
+    and from the candidates, best value kept. ``one``: the two clusters' populations as one trial's data."""
     random = torch.as_tensor(model.sample(rng, starts) * model.radius, dtype=one.dtype, device=one.device)
     params = model.project(torch.cat([random, candidates]))
     signs = torch.cat([torch.ones(len(params)), -torch.ones(len(params))]).to(device=one.device, dtype=one.dtype)
     params = torch.cat([params, params])[None, None]  # (1, 1, S, P)
     best = 0.0
-    for _ in range(PROBLEM["steps"]):
+    for _ in range(steps):
         gradients, losses = client_gradients(model, params, one)  # (1, 2, S, P), (1, 2, S)
         gap = (losses[0, 0] - losses[0, 1]).abs()
         best = max(best, float(gap.max()))
