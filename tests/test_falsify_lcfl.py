@@ -12,6 +12,7 @@ import torch
 
 from cflbounds.bounds import lcfl as bounds
 from cflbounds.falsify import run
+from cflbounds.falsify.records import read_counterexample, replay_counterexample, write_counterexample
 from cflbounds.falsify.run import falsify_claim
 from cflbounds.verify.context import VerifyContext
 from cflbounds.verify.lcfl import CLAIMS, domain
@@ -130,6 +131,29 @@ def test_e4_instance_against_numpy_population_losses():
             assert instance.bound == pytest.approx(2 * details["disc_upper"] + ROUNDING, rel=1e-15)
 
 
+def test_e4_one_sample_per_client_is_the_closed_form():
+    """m_i = m_j = 1 with the sigmoid loss: each client's minimiser over the ball is B_w y x / ||x|| (its one
+    sample), so with one distribution d-hat = 2 |L_D(w_i) - L_D(w_j)| > 0 = 2 disc whenever the samples differ."""
+    point = {**E4_POINT, "m_i": 1, "m_j": 1, "clusters": 1, "d": 2, "atoms": 4, "label_noise": 0.0,
+             "weight_norm": 1.0}
+    for seed in range(3):
+        instance = domain.discrepancy_instance(point, seed, CTX)
+        _, problem = domain._pair_problem(point, seed, 1, CTX)
+        x, y = problem.train.features[0, :, 0].numpy(), problem.train.labels[0, :, 0].numpy()
+        minimisers = y[:, None] * x / np.linalg.norm(x, axis=1, keepdims=True)
+        L = [_sigmoid_loss(w, problem.atoms, problem.atom_labels[0]) for w in minimisers]
+        assert instance.admissible and instance.assumptions[0]["lhs"] <= 1e-12
+        assert instance.measured == pytest.approx(2 * abs(L[0] - L[1]), rel=1e-9, abs=1e-14)
+        assert instance.bound == ROUNDING
+
+
+def test_e4_unfinished_training_is_inadmissible():
+    """B_w = 30 with noisy labels: 100 projected-GD steps stop short of a stationary point."""
+    instance = domain.discrepancy_instance({**E4_POINT, "weight_norm": 30.0, "label_noise": 0.3, "m_i": 200,
+                                            "m_j": 200}, 0, CTX)
+    assert not instance.admissible and instance.assumptions[0]["lhs"] > domain.STATIONARITY
+
+
 def test_t1_instance_against_a_hand_computation():
     """Right side by eq. (5) with R = L B_w sqrt(E||x||^2 / m), failure 1 - (1 - delta)^4, and the exceedances
     recounted from d and d-hat computed in numpy from the trained models, samples and atoms."""
@@ -169,11 +193,15 @@ def test_e8_identity_has_no_counterexample():
     assert best["relative_error"] < domain.E8_RTOL
 
 
-def test_e4_search_finds_the_equal_distributions_violation():
+def test_e4_search_finds_the_equal_distributions_violation_and_it_replays(tmp_path):
+    """The search alone reaches D_i = D_j (disc = 0 exactly) where two trained models differ; the written
+    counterexample replays to the same ratio."""
     result = falsify_claim("LCFL.E4", seed=0, budget=None, max_evaluations=10)
     assert result["outcome"] == "violated" and result["confirmation"]["violated"]
     example = result["counterexample"]
     assert example["details"]["disc_upper"] == 0.0 and example["measured"] > example["bound"] == ROUNDING
+    record = read_counterexample(write_counterexample(tmp_path / "e4.json", result))
+    assert replay_counterexample(record).ratio == example["ratio"]
 
 
 def test_t1_search_runs_and_finds_no_exceedance_on_a_small_budget():
