@@ -147,6 +147,24 @@ def test_e4_one_sample_per_client_is_the_closed_form():
         assert instance.bound == ROUNDING
 
 
+def test_e4_is_violated_between_distinct_distributions():
+    """Found by a search restricted to two clusters (see the report): d = 1, one sample per client, two
+    distributions on the same halfspace whose labels differ only by independent noise (TV 0.12). The
+    one-sample minimisers +-B_w point opposite ways, so d-hat = 0.33 > 2 disc <= 0.050 (the exact upper
+    bound): a certain violation with D_i != D_j, which the hand-built check never certified."""
+    point = {**E4_POINT, "m_i": 1, "m_j": 1, "clusters": 2, "d": 1, "atoms": 250, "label_noise": 0.07,
+             "weight_norm": 0.8}
+    instance = domain.discrepancy_instance(point, 11, CTX)
+    _, problem = domain._pair_problem(point, 11, 1, CTX)
+    x, y = problem.train.features[0, :, 0, 0].numpy(), problem.train.labels[0, :, 0].numpy()
+    minimisers = 0.8 * np.sign(y * x)[:, None]
+    L = [[_sigmoid_loss(w, problem.atoms, problem.atom_labels[c]) for w in minimisers] for c in range(2)]
+    assert minimisers[0, 0] == -minimisers[1, 0]
+    assert instance.measured == pytest.approx(abs(L[0][0] - L[0][1]) + abs(L[1][1] - L[1][0]), rel=1e-9)
+    assert 0 < instance.details["total_variation"] < 0.2 and instance.details["disc_upper"] > 0
+    assert instance.admissible and instance.ratio > 5
+
+
 def test_e4_unfinished_training_is_inadmissible():
     """B_w = 30 with noisy labels: 100 projected-GD steps stop short of a stationary point."""
     instance = domain.discrepancy_instance({**E4_POINT, "weight_norm": 30.0, "label_noise": 0.3, "m_i": 200,

@@ -7,8 +7,9 @@
   sandwich): deterministic, up to a float64 tolerance.
 * LCFL.E4 (Sec. II, before eq. 4): two clients of the bounded problems of
   :mod:`.discrepancy` (finite support, exact population losses), each model trained on its
-  client's sample (the paper's ``w_i* in argmin L_i``); ``d-hat`` against ``2 disc`` with an
-  exact upper bound on the sup (so a violation found is certain). Deterministic.
+  client's sample (the paper's ``w_i* in argmin L_i``: an instance counts only if training reached a
+  stationary point); ``d-hat`` against ``2 disc`` with an exact upper bound on the sup (so a
+  violation found is certain). Deterministic.
 * LCFL.T1 (Thm 1, eq. 5): the same two clients, many independent samplings per point; how
   often ``|d - d-hat|`` exceeds the printed right side against ``1 - (1 - delta)^4``.
 """
