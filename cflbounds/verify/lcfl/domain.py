@@ -242,7 +242,8 @@ def deviation_instance(point: dict, seed: int, ctx, bound=bounds.theorem1) -> In
     exceedances = int(np.sum(deviation > right_side))
     details.update(max_deviation=float(deviation.max()), max_deviation_over_right_side=float(deviation.max()) / right_side,
                    quantile_over_right_side=float(np.quantile(deviation, 1.0 - failure)) / right_side)
-    return Instance(exceedances / T1_TRIALS, failure, rows, exceedances=exceedances, trials=T1_TRIALS, details=details)
+    return Instance(exceedances / T1_TRIALS, failure, rows, exceedances=exceedances, trials=T1_TRIALS, details=details,
+                    margin=details["quantile_over_right_side"])  # the search's slope while nothing exceeds
 
 
 def t1_domain(bound=bounds.theorem1) -> Domain:
