@@ -149,7 +149,8 @@ def _falsify_with(monkeypatch, domain, evaluations):
 
 @pytest.mark.slow
 def test_planted_halved_bound_is_falsified(monkeypatch):
-    assert _falsify_with(monkeypatch, dsc_domain.t1_domain(parameters=HOLDS), 20)["outcome"] == "no counterexample found"
+    holds = _falsify_with(monkeypatch, dsc_domain.t1_domain(parameters=HOLDS), 20)
+    assert holds["outcome"] == "no counterexample found"
     planted = _falsify_with(monkeypatch, dsc_domain.t1_domain(0.5, parameters=HOLDS), 6)
     assert planted["outcome"] == "violated" and planted["confirmation"]["violated"]
 

@@ -18,9 +18,9 @@ claim = partial(Claim, paper="DSC", reference="DSC: dual-segment clustering for 
 CLAIMS = [
     claim("DSC.A1-4", "L-smooth, mu-strongly convex, C^2, delta-local dissimilarity E||grad F_k||^2 <= delta^2 "
           "||grad F||^2.", checks.check_a14, bounds.assumptions,
-          no_domain="assumptions, not a bound: A1-A3 hold by construction on the quadratic problems and A4 holds exactly "
-                    "when every client shares the optimum, so there is no measured side to maximise; they enter the "
-                    "domains of DSC.T1 and DSC.E14 as those claims' admissibility rows"),
+          no_domain="assumptions, not a bound: A1-A3 hold by construction on the quadratic problems and A4 holds "
+                    "exactly when every client shares the optimum, so there is no measured side to maximise; they "
+                    "enter the domains of DSC.T1 and DSC.E14 as those claims' admissibility rows"),
     claim("DSC.T1", "E[F(w^T) - F*] <= A^T E[F(w^0) - F*] + (L lambda^2/2)(sum G_l^2 s_l^2 + sum sum G_k^2 s_k^2)"
           "(1 - A^T)/(1 - A).", checks.check_t1, bounds.theorem1, domain=T1_DOMAIN),
     claim("DSC.E14", "FL surely converges when A < 1, i.e. lambda < 2/(L d_inter^2 sum G_l^2 (sum G_k^2) d_intra^2) "

@@ -11,9 +11,10 @@ of scale ``noise_scale`` (eq. 5), at the step size ``lambda = step_fraction x`` 
 eq. (14) threshold (delta and W maximised over the ball ``||w - w*|| <= ||w^0 - w*||`` before
 the run), i.e. over the whole range that eq. (14) admits.
 
-The constants of Theorem 1 are computed exactly as :func:`.checks.check_t1` computes them
-(:func:`.checks._constants`): ``L``, ``mu`` the extreme eigenvalues of F's Hessian (A1 and A2
-are stated on F: the tightest valid constants); ``delta_intra^2``, ``delta_inter^2`` the
+The constants of Theorem 1 are those :func:`.checks.check_t1` computes (:func:`.checks._constants`),
+at its first reading of (L, mu): ``L``, ``mu`` the extreme eigenvalues of F's Hessian (A1 and A2
+are stated on F: the tightest valid constants; the check also takes the larger bound of a second
+reading, kept here in ``details``); ``delta_intra^2``, ``delta_inter^2`` the
 larger of 1, the ball's sup and the sup over every visited iterate of A4's ratios (A4 asks
 for them at the iterates ``w^[t]``: a valid, generous delta); ``W`` and ``N`` their largest
 value over the rounds (the weights the algorithm used) and the ball. Any valid choice of
@@ -21,7 +22,8 @@ constants gives a bound the theorem asserts, so an instance above the bound at t
 constants violates it. The instance's assumption rows are A1-A2 and A4 (:func:`bounds.assumptions`),
 A4 at ``w*`` (:func:`.checks.a4_at_optimum`) and the bound's own condition ``A <= 1``
 (eq. 14, the assumptions :func:`bounds.theorem1` / :func:`bounds.equation14` return), judged at the
-final constants. ``details`` carry the bound under the two more generous readings as well:
+final constants (nothing asks ``A >= 0``: where ``A < 0`` the bound is negative at odd ``T``).
+``details`` carry the bound under the two more generous readings as well:
 ``(max_k L_k, min_k mu_k)`` (the check's second reading) and, in addition,
 ``delta_intra^2 = delta_inter^2 = (max_k L_k / min_k mu_k)^2``, an upper bound of A4's ratios
 over every point (for a shared optimum, ``||H_k e|| <= L_k ||e||`` and any convex combination
@@ -74,7 +76,9 @@ T1_PARAMETERS = PROBLEM + [
               description="upload noise sigma^2 at the reference SNR (eq. 5; 50 m from the BS)"),
     Parameter("T", 1, 100, integer=True, log=True, description="aggregation rounds"),
 ]
-E14_PARAMETERS = PROBLEM + [Parameter("T", 20, 200, integer=True, log=True, simple=20, description="aggregation rounds")]
+E14_PARAMETERS = PROBLEM + [
+    Parameter("T", 20, 200, integer=True, log=True, simple=20, description="aggregation rounds"),
+]
 
 
 def measure(point: dict, seed: int, ctx, *, noise_scale: float, trials: int) -> tuple:
