@@ -17,8 +17,7 @@ from cflbounds.falsify import falsify_claim, run
 from cflbounds.falsify.confirm import confirm
 from cflbounds.verify.claim import Claim
 from cflbounds.verify.cfl_mgd import checks
-from cflbounds.verify.cfl_mgd.domain import (DELTA_MAX, L1_PARAMETERS, L2_PARAMETERS, MarginDomain, l1_domain,
-                                             l2_domain, placed_in_balls)
+from cflbounds.verify.cfl_mgd.domain import DELTA_MAX, MarginDomain, l1_domain, l2_domain, placed_in_balls
 from cflbounds.verify.cfl_mgd.misassignment import cluster_estimates
 from cflbounds.verify.cfl_mgd.problems import Family, init_radius, placed_models
 from cflbounds.verify.context import VerifyContext

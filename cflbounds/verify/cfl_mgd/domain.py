@@ -207,10 +207,11 @@ def _l1_instance(point: dict, seed: int, device: str, c1: float) -> Instance:
 def l1_domain(c1: float = bounds.C1_LEMMA1) -> Domain:
     """MGD.L1's domain (module docstring); ``c1`` the constant judged (a planted error: smaller)."""
     return MarginDomain(L1_PARAMETERS, lambda points, seeds, ctx: [_l1_instance(p, s, ctx.device, c1)
-                                                             for p, s in zip(points, seeds)],
-                  rule="expectation", constraints=_l1_constraints,
-                  note="family, d, Delta, curvature, noise, n' and both models anywhere in Assumption 4's balls; "
-                       f"measured: the implied constant misassignment / (sigma^2/(Delta^4 mu^2 n')) against {c1:g}")
+                                                                   for p, s in zip(points, seeds)],
+                        rule="expectation", constraints=_l1_constraints,
+                        note="family, d, Delta, curvature, noise, n' and both models anywhere in Assumption 4's "
+                             "balls; measured: the implied constant misassignment / (sigma^2/(Delta^4 mu^2 n')) "
+                             f"against {c1:g}")
 
 
 # -- MGD.L2 ------------------------------------------------------------------------------------
@@ -283,7 +284,8 @@ def _l2_instance(point: dict, seed: int, device: str) -> Instance:
 def l2_domain() -> Domain:
     """MGD.L2's domain (module docstring)."""
     return MarginDomain(L2_PARAMETERS, lambda points, seeds, ctx: [_l2_instance(p, s, ctx.device)
-                                                             for p, s in zip(points, seeds)],
-                  rule="probability", constraints=_l2_constraints,
-                  note="family, d, Delta, curvature, noise, m, n', beta and the step t of a run from Assumption 4's "
-                       "radius; event: the step exceeds (1 - l mu/(8L)) ||chi - chi*|| + rho0 for some p")
+                                                                   for p, s in zip(points, seeds)],
+                        rule="probability", constraints=_l2_constraints,
+                        note="family, d, Delta, curvature, noise, m, n', beta and the step t of a run from "
+                             "Assumption 4's radius; event: the step exceeds (1 - l mu/(8L)) ||chi - chi*|| + rho0 "
+                             "for some p")
