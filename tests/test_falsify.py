@@ -67,7 +67,20 @@ def _coin_domain(allowed: float) -> Domain:
     return Domain([Parameter("p", 0.05, 0.5)], evaluate, rule="probability")
 
 
-TOYS = {"TOY.LINE": _line_domain(1.0), "TOY.STEEP": _line_domain(2.0), "TOY.CONSTRAINED": _line_domain(2.0, 0.4),
+def _lucky_domain() -> Domain:
+    """E[measured] = 0.5 + x + 0.3 against the bound 1 (violated for x > 0.2), but an even seed adds
+    0.3 and an odd one takes it away: at an even seed even x = 0 'violates', which fresh seeds refute."""
+    def evaluate(points, seeds, ctx):
+        out = []
+        for point, seed in zip(points, seeds):
+            samples = 0.8 + point["x"] + (0.3 if seed % 2 == 0 else -0.3) + np.random.default_rng(seed).normal(0, 0.01, 4)
+            out.append(Instance(float(samples.mean()), 1.0, samples=list(samples)))
+        return out
+
+    return Domain([Parameter("x", 0.0, 1.0)], evaluate, rule="expectation")
+
+
+TOYS = {"TOY.LUCKY": _lucky_domain(), "TOY.LINE": _line_domain(1.0), "TOY.STEEP": _line_domain(2.0), "TOY.CONSTRAINED": _line_domain(2.0, 0.4),
         "TOY.COUNT": _counting_domain(), "TOY.NOISE": _noise_domain(), "TOY.COIN": _coin_domain(0.3),
         "TOY.RARE": _coin_domain(0.6)}
 
@@ -123,6 +136,13 @@ def test_the_winners_curse_is_refused_on_fresh_seeds(toys):
     assert result["best_ratio"] > 1.1  # the search's best is luck (E[measured] = bound everywhere) ...
     assert result["confirmation"] is not None and not result["confirmation"]["violated"]
     assert result["outcome"] == "no counterexample found"  # ... and the fresh seeds say so
+
+
+def test_a_shrunk_point_that_does_not_confirm_falls_back_to_the_search_best(toys):
+    result = _falsify("TOY.LUCKY", evaluations=60)
+    assert result["search"]["shrunk_point_confirmed"] is False  # x shrunk to 0: a lucky seed's violation
+    assert result["outcome"] == "violated" and result["counterexample"]["parameters"]["x"] > 0.2
+    assert result["counterexample"]["parameters"] == result["search"]["best"]["parameters"]
 
 
 def test_a_probability_bound_is_judged_by_exceedance_frequency(toys):

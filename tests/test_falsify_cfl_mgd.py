@@ -17,7 +17,7 @@ from cflbounds.falsify import falsify_claim, run
 from cflbounds.falsify.confirm import confirm
 from cflbounds.verify.claim import Claim
 from cflbounds.verify.cfl_mgd import checks
-from cflbounds.verify.cfl_mgd.domain import DELTA_MAX, MarginDomain, l1_domain, l2_domain, placed_in_balls
+from cflbounds.verify.cfl_mgd.domain import DELTA_MAX, l1_domain, l2_domain, placed_in_balls
 from cflbounds.verify.cfl_mgd.misassignment import cluster_estimates
 from cflbounds.verify.cfl_mgd.problems import Family, init_radius, placed_models
 from cflbounds.verify.context import VerifyContext
@@ -143,18 +143,17 @@ def test_l2_instance_against_the_heavy_ball_recursion():
     assert after > bound  # the lemma's bound is exceeded in every run
     assert instance.exceedances == instance.trials == 32
     assert instance.bound == pytest.approx(0.1 + 4 * 2 * math.exp(-16))
-    assert instance.details["margin"] == pytest.approx(after / bound, rel=1e-3)
+    assert instance.margin == pytest.approx(after / bound, rel=1e-3)
 
 
-def test_margin_scores_keep_their_sign_and_order_the_plateau():
-    probability, expectation = l2_domain(), l1_domain()
-    quiet = lambda margin: Instance(0.0, 0.1, exceedances=0, trials=10, details={"margin": margin})  # noqa: E731
-    assert probability.score(quiet(0.2)) < probability.score(quiet(0.9)) < 0
-    assert probability.score(Instance(0.5, 0.1, exceedances=5, trials=10, details={"margin": 2.0})) > 0
-    flat = lambda margin: Instance(0.0, 128.0, samples=[0.0], details={"margin": margin})  # noqa: E731
-    assert expectation.score(flat(0.2)) < expectation.score(flat(0.9)) < math.log(1e-9)
-    assert expectation.score(Instance(1.0, 128.0, samples=[1.0], details={"margin": 3.0})) == math.log(1 / 128)
-    assert isinstance(probability, MarginDomain) and probability.ratio(quiet(0.9)) == 0.0
+def test_the_search_objective_orders_the_plateau_by_margin_and_the_score_keeps_its_sign():
+    from cflbounds.falsify.search import _objective
+
+    probability = l2_domain()
+    quiet = lambda margin: Instance(0.0, 0.1, exceedances=0, trials=10, margin=margin)  # noqa: E731
+    assert probability.score(quiet(0.2)) == probability.score(quiet(0.9)) < 0  # the verdict's score: flat
+    assert _objective(probability.score(quiet(0.9)), 0.9) < _objective(probability.score(quiet(0.2)), 0.2)
+    assert probability.score(Instance(0.5, 0.1, exceedances=5, trials=10, margin=2.0)) > 0
 
 
 def test_l1_search_finds_no_counterexample():

@@ -32,7 +32,6 @@ PENALTY = 1e3  # above any admissible objective: log-ratios are clipped to +-SCO
 SCORE_CAP = 50.0
 SIGMA0 = 0.3  # initial step size on the unit cube
 MAX_DOUBLINGS = 6  # IPOP doubles the population at each restart, up to 2**6 times the base one
-TIE_BREAK = 1e-3  # weight of an instance's margin in the objective (probability rules: see Instance.margin)
 
 
 def evaluation_seed(seed: int, index: int) -> int:
@@ -83,11 +82,13 @@ def _shortfall(rows) -> float:
 
 
 def _objective(score: float, margin: float | None) -> float:
-    """What pycma minimises: minus the score, and minus a small multiple of the instance's margin
-    (how close it came to the event) so that a probability rule's search has a slope to follow
-    where no trial exceeds yet (the score, which decides violations, does not include it)."""
-    tie = 0.0 if margin is None or not math.isfinite(margin) else TIE_BREAK * min(max(margin, 0.0), 1.0)
-    return -float(np.clip(score, -SCORE_CAP, SCORE_CAP)) - tie
+    """What pycma minimises: minus the (clipped) score, plus ``1 - margin`` where an instance
+    reports a margin below 1 (no event observed: the score is flat there, ``-allowed`` for a
+    probability or ``log 0`` for an expectation, and CMA-ES would have nothing to follow; measured
+    on MGD.L2: 200 evaluations without leaving that plateau). The score, which decides
+    violations, does not include it."""
+    plateau = 0.0 if margin is None or not math.isfinite(margin) else max(1.0 - margin, 0.0)
+    return -float(np.clip(score, -SCORE_CAP, SCORE_CAP)) + plateau
 
 
 def _minimum_steps(domain: Domain) -> np.ndarray:

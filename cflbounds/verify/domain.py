@@ -102,9 +102,9 @@ class Instance:
     per-trial values ``measured`` averages; ``exceedances`` out of ``trials`` (probability
     claims): ``measured`` is their frequency, ``bound`` the allowed probability.
     ``details``: what else a reader of the counterexample needs (numbers or short strings).
-    ``margin`` (optional, probability claims): how close the instance came to the event, e.g. the
-    largest deviation over its trials divided by the threshold (above 1: exceeded); the search
-    follows it where no trial exceeds yet, the verdict never uses it."""
+    ``margin`` (optional): how close the instance came to the event, e.g. the largest deviation
+    over its trials divided by the threshold (below 1: no trial exceeded); the search follows it
+    where no event is observed yet, the verdict never uses it."""
 
     measured: float
     bound: float

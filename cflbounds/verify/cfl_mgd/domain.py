@@ -56,7 +56,7 @@ from . import checks
 from .misassignment import cluster_estimates
 from .problems import FAILURE, FAMILIES, P, PROPORTION, Family, init_radius
 
-__all__ = ["l1_domain", "l2_domain", "MarginDomain", "placed_in_balls", "L1_FAMILIES", "L2_FAMILIES"]
+__all__ = ["l1_domain", "l2_domain", "placed_in_balls", "L1_FAMILIES", "L2_FAMILIES"]
 
 L1_FAMILIES = FAMILIES  # mlr, quadratics, logistic: those MGD.L1's check measures
 L2_FAMILIES = ("mlr", "quadratics")  # those MGD.L2's check measures
@@ -67,33 +67,6 @@ L1_DRAWS = (4, 32)
 L2_NUMBERS = 2_000_000
 L2_DRAWS = (8, 32)
 EXPONENT_CONSTANT = 1.0  # c in lambda5's 4 exp(-c l m): lemma2's default
-
-
-class MarginDomain(Domain):
-    """A domain whose search objective also sees how close an instance came to the event.
-
-    Where no event is observed (no client misassigned, no run above the bound), the rule's
-    score is flat: ``log(0) = -inf`` for an expectation, ``-allowed`` for a probability. Such
-    plateaus cover most of both lemmas' domains, and CMA-ES has nothing to follow on them
-    (measured on MGD.L2: 200 evaluations at seed 0 without leaving the plateau, best score -0.1
-    throughout; on MGD.L1 most evaluations score -inf). There the score becomes
-    ``floor - (1 - margin)``, ``margin = details["margin"]`` (< 1: the largest ratio of a
-    client's own-model loss to its other-model loss, or of a run's distance after the step to
-    its bound), ``floor`` the rule's score for a probability (``-allowed``) and ``-PLATEAU``
-    for an expectation (below every observed implied constant's log-ratio). The score stays
-    positive exactly when the instance violates the claim (elsewhere it is unchanged), so
-    shrinking is untouched and the outcome is decided by the confirmation on fresh seeds, as
-    for any domain."""
-
-    PLATEAU = 25.0
-
-    def score(self, instance: Instance) -> float:
-        score = super().score(instance)
-        margin = instance.details.get("margin", math.nan)
-        observed = instance.exceedances if self.rule == "probability" else instance.measured
-        if observed == 0 and math.isfinite(margin) and margin < 1.0:
-            return (score if self.rule == "probability" else -self.PLATEAU) - (1.0 - margin)
-        return score
 
 
 def _curvature_parameters(families) -> list[Parameter]:
@@ -201,12 +174,12 @@ def _l1_instance(point: dict, seed: int, device: str, c1: float) -> Instance:
         "misassigned": int(misassigned.sum()), "frequency": float(misassigned.sum() / (own.sum() * implied.size)),
         "allowed_probability_min": float(allowed.min()), "allowed_probability_max": float(allowed.max()),
         "sigma2_max": float(sigma2.max()), "mu": family.strong_convexity, "L": family.smoothness,
-        "radius": float(radius), "margin": margin})
+        "radius": float(radius)}, margin=margin)  # no client misassigned: how close one came
 
 
 def l1_domain(c1: float = bounds.C1_LEMMA1) -> Domain:
     """MGD.L1's domain (module docstring); ``c1`` the constant judged (a planted error: smaller)."""
-    return MarginDomain(L1_PARAMETERS, lambda points, seeds, ctx: [_l1_instance(p, s, ctx.device, c1)
+    return Domain(L1_PARAMETERS, lambda points, seeds, ctx: [_l1_instance(p, s, ctx.device, c1)
                                                                    for p, s in zip(points, seeds)],
                         rule="expectation", constraints=_l1_constraints,
                         note="family, d, Delta, curvature, noise, n' and both models anywhere in Assumption 4's "
@@ -272,18 +245,18 @@ def _l2_instance(point: dict, seed: int, device: str) -> Instance:
                     rows, exceedances=int(exceeded.sum()), trials=trials, details={
                         "family": family.label, "runs": int(inside.size), "rho0": float(lemma.derived["rho0"]),
                         "contraction_factor": float(lemma.derived["contraction_factor"]), "radius": float(radius),
-                        "margin": margin,  # the largest ||chi_p^(t+1) - chi*_p|| / bound
                         "median_before": float(np.median(before[inside])) if trials else math.nan,
                         "median_after": float(np.median(after[inside])) if trials else math.nan,
                         "failure_probability_of_lambdas": float(lemma.derived["failure_probability"]),
                         "rho0_largest_term": max(lemma.terms, key=lambda k: lemma.terms[k] if k != "contraction"
                                                  else -math.inf),
-                        "mu": family.strong_convexity, "L": family.smoothness})
+                        "mu": family.strong_convexity, "L": family.smoothness},
+                    margin=margin)  # the largest ||chi_p^(t+1) - chi*_p|| / bound
 
 
 def l2_domain() -> Domain:
     """MGD.L2's domain (module docstring)."""
-    return MarginDomain(L2_PARAMETERS, lambda points, seeds, ctx: [_l2_instance(p, s, ctx.device)
+    return Domain(L2_PARAMETERS, lambda points, seeds, ctx: [_l2_instance(p, s, ctx.device)
                                                                    for p, s in zip(points, seeds)],
                         rule="probability", constraints=_l2_constraints,
                         note="family, d, Delta, curvature, noise, m, n', beta and the step t of a run from "
