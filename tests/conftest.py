@@ -6,6 +6,10 @@ examples run and whether they are drawn from a fixed seed (``tests/test_hypothes
 keeps it so).
 """
 import os
+import sys
+from importlib.metadata import EntryPoint
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -63,3 +67,39 @@ _installed_entry_points = registry.entry_points
 registry.entry_points = lambda group: [point for point in _installed_entry_points(group=group)
                                        if point.dist is None or point.dist.metadata["Name"] == "cflbounds"]
 registry.reload()
+REAL_ENTRY_POINTS = registry.entry_points  # cflbounds' own
+EXAMPLE = Path(__file__).parents[1] / "examples" / "textbook"
+
+
+class FakeEntryPoint:
+    """An entry point of a package named ``package`` whose ``load()`` gives ``target`` (or raises it)."""
+
+    def __init__(self, package, name, target, value="plugin_module:CLAIMS"):
+        self.name, self.value, self.target = name, value, target
+        self.dist = SimpleNamespace(metadata={"Name": package})
+
+    def load(self):
+        if isinstance(self.target, BaseException):
+            raise self.target
+        return self.target
+
+
+@pytest.fixture
+def plugins(monkeypatch):
+    """Install fake entry points beside the real ones: ``plugins(point, ...)``."""
+    def install(*points):
+        monkeypatch.setattr(registry, "entry_points", lambda group: [*REAL_ENTRY_POINTS(group=group), *points])
+        registry.reload()
+
+    yield install
+    monkeypatch.setattr(registry, "entry_points", REAL_ENTRY_POINTS)
+    registry.reload()
+
+
+@pytest.fixture
+def textbook(plugins, monkeypatch):
+    monkeypatch.syspath_prepend(str(EXAMPLE))
+    for name in [m for m in sys.modules if m.startswith("cflbounds_textbook")]:
+        monkeypatch.delitem(sys.modules, name)
+    plugins(EntryPoint("textbook", "cflbounds_textbook:CLAIMS", registry.GROUP))
+    return registry.claims()

@@ -4,10 +4,6 @@ listed exactly as a built-in one (the textbook example, loaded from ``examples/t
 from __future__ import annotations
 
 import json
-import sys
-from importlib.metadata import EntryPoint
-from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -16,21 +12,7 @@ from cflbounds.claims import Claim, validate_params
 from cflbounds.verify import registry, verify
 from cflbounds.verify.verdict import Verdict
 
-EXAMPLE = Path(__file__).parents[1] / "examples" / "textbook"
-REAL_ENTRY_POINTS = registry.entry_points
-
-
-class FakeEntryPoint:
-    """An entry point of a package named ``package`` whose ``load()`` gives ``target`` (or raises it)."""
-
-    def __init__(self, package, name, target, value="plugin_module:CLAIMS"):
-        self.name, self.value, self.target = name, value, target
-        self.dist = SimpleNamespace(metadata={"Name": package})
-
-    def load(self):
-        if isinstance(self.target, BaseException):
-            raise self.target
-        return self.target
+from conftest import REAL_ENTRY_POINTS, FakeEntryPoint
 
 
 @validate_params({})
@@ -43,18 +25,6 @@ def _holds(ctx):
 
 
 GOOD = Claim("PLUGIN.OK", "A plugin claim that holds.", check=_holds, bound=_no_constants)
-
-
-@pytest.fixture
-def plugins(monkeypatch):
-    """Install fake entry points beside the real ones: ``plugins(point, ...)``."""
-    def install(*points):
-        monkeypatch.setattr(registry, "entry_points", lambda group: [*REAL_ENTRY_POINTS(group=group), *points])
-        registry.reload()
-
-    yield install
-    monkeypatch.setattr(registry, "entry_points", REAL_ENTRY_POINTS)
-    registry.reload()
 
 
 def test_the_papers_come_through_the_entry_point_group():
@@ -128,15 +98,6 @@ def test_an_unknown_id_without_any_registered_claim_says_why(plugins, monkeypatc
 
 
 # -- the textbook example, loaded as an installed plugin would be ------------------------------------
-@pytest.fixture
-def textbook(plugins, monkeypatch):
-    monkeypatch.syspath_prepend(str(EXAMPLE))
-    for name in [m for m in sys.modules if m.startswith("cflbounds_textbook")]:
-        monkeypatch.delitem(sys.modules, name)
-    plugins(EntryPoint("textbook", "cflbounds_textbook:CLAIMS", registry.GROUP))
-    return registry.claims()
-
-
 def test_the_textbook_claims_are_verified_as_built_in_ones(textbook, tmp_path, capsys):
     assert [c for c in textbook if c.startswith("TEXTBOOK.")] == [
         "TEXTBOOK.GD", "TEXTBOOK.GD-PLANTED", "TEXTBOOK.HOEFFDING", "TEXTBOOK.HOEFFDING-PLANTED"]

@@ -16,18 +16,19 @@ import os
 import sys
 
 from .._validation import InvalidParameterError
-from . import bound, claims, report, sweep, verify
+from . import bound, claims, falsify, report, sweep, verify
 from ._common import Parser, set_threads
 
 __all__ = ["main"]
 
-SUBCOMMANDS = {"claims": claims, "verify": verify, "bound": bound, "sweep": sweep, "report": report}
+SUBCOMMANDS = {"claims": claims, "verify": verify, "falsify": falsify, "bound": bound, "sweep": sweep, "report": report}
 
 
 EPILOG = """\
 start with:
   cflbounds claims                         every claim ID with its paper, package, statement and status
   cflbounds verify 'IFCA.*' --scale smoke  check claims: a verdict table, verdicts.json, report.pdf
+  cflbounds falsify FC.T1                  search a claim's admissible domain for a counterexample
   cflbounds bound IFCA.C1 --help           what a theorem's formula needs; then evaluate it
   cflbounds sweep ifca-fig2 --help         IFCA's Fig. 2 experiment over a grid, resumable
 `cflbounds COMMAND --help` describes each command's options."""

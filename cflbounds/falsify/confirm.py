@@ -40,12 +40,14 @@ class Confirmation:
     summary: str
     seeds: list = field(default_factory=list)
     inadmissible: int = 0
-    ratios: list = field(default_factory=list)
+    measured: list = field(default_factory=list)
+    bounds: list = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return {"violated": self.violated, "trials": self.trials, "confidence": self.confidence,
                 "interval": list(self.interval), "quantity": self.quantity, "summary": self.summary,
-                "seeds": list(self.seeds), "inadmissible": self.inadmissible}
+                "seeds": list(self.seeds), "inadmissible": self.inadmissible, "measured": list(self.measured),
+                "bounds": list(self.bounds)}
 
 
 def confirm(domain: Domain, ctx, point: dict, seed: int, confidence: float = 0.95) -> Confirmation:
@@ -55,12 +57,13 @@ def confirm(domain: Domain, ctx, point: dict, seed: int, confidence: float = 0.9
     if not kept:
         return Confirmation(False, 0, confidence, (np.nan, np.nan), "none", "every fresh instance was inadmissible",
                             seeds, len(instances))
+    measured, bounds = [i.measured for i in kept], [i.bound for i in kept]
     ratios = [i.ratio for i in kept]
     if domain.rule == "deterministic":
         decision = rules.deterministic([i.measured for i in kept], [i.bound for i in kept], rtol=domain.rtol)
         return Confirmation(decision.verdict == "violated", len(kept), 1.0, (min(ratios), max(ratios)),
                             "measured / bound over the fresh instances", decision.summary, seeds,
-                            len(instances) - len(kept), ratios)
+                            len(instances) - len(kept), measured, bounds)
     if domain.rule == "expectation":
         excess = np.concatenate([np.asarray(i.samples, float) - i.bound for i in kept])
         mean, low, high = mean_interval(excess, confidence)
@@ -69,12 +72,13 @@ def confirm(domain: Domain, ctx, point: dict, seed: int, confidence: float = 0.9
                    f"[{float(low):.4g}, {float(high):.4g}] at {confidence:.0%}: "
                    + ("above 0, the bound is exceeded in expectation" if violated else "not above 0"))
         return Confirmation(violated, int(excess.size), confidence, (float(low), float(high)),
-                            "mean of measured - bound", summary, seeds, len(instances) - len(kept), ratios)
+                            "mean of measured - bound", summary, seeds, len(instances) - len(kept), measured, bounds)
     allowed = np.array([i.bound for i in kept])
     exceedances, trials = np.array([i.exceedances for i in kept]), np.array([i.trials for i in kept])
-    if np.all(allowed == allowed[0]):  # the same point: one configuration, the fresh trials pooled
+    if np.allclose(allowed, allowed[0], rtol=1e-9, atol=0.0):  # one point: one configuration, the trials pooled
+        # (an allowed probability computed by an optimiser may differ between seeds in its last bits)
         exceedances, trials, allowed = exceedances.sum(keepdims=True), trials.sum(keepdims=True), allowed[:1]
     decision = rules.exceedance_counts(exceedances, trials, allowed, confidence=confidence)
     return Confirmation(decision.verdict == "violated", int(trials.sum()), confidence,
                         (decision.evidence["worst_rate_low"], decision.evidence["worst_rate_high"]),
-                        "exceedance frequency", decision.summary, seeds, len(instances) - len(kept), ratios)
+                        "exceedance frequency", decision.summary, seeds, len(instances) - len(kept), measured, bounds)

@@ -31,6 +31,7 @@ SEARCH_KEY = 1  # spawn key of the search's evaluation seeds (confirmation uses 
 PENALTY = 1e3  # above any admissible objective: log-ratios are clipped to +-SCORE_CAP
 SCORE_CAP = 50.0
 SIGMA0 = 0.3  # initial step size on the unit cube
+MAX_DOUBLINGS = 6  # IPOP doubles the population at each restart, up to 2**6 times the base one
 
 
 def evaluation_seed(seed: int, index: int) -> int:
@@ -66,15 +67,6 @@ class SearchResult:
         candidates = self.admissible
         return max(candidates, key=lambda e: (e.score, -e.index)) if candidates else None
 
-    def best_so_far(self) -> list[float]:
-        """The best admissible score after each evaluation (NaN before the first)."""
-        best, trace = -math.inf, []
-        for evaluation in self.evaluations:
-            if evaluation.score is not None:
-                best = max(best, evaluation.score)
-            trace.append(best if math.isfinite(best) else math.nan)
-        return trace
-
 
 def _shortfall(rows) -> float:
     """How far assumption rows fail, scale-free: the sum of |slack| / (|lhs| + |rhs|) over failing rows."""
@@ -89,8 +81,14 @@ def _shortfall(rows) -> float:
     return total if total > 0 else 1.0
 
 
-def _objective(score: float) -> float:
-    return -float(np.clip(score, -SCORE_CAP, SCORE_CAP))
+def _objective(score: float, margin: float | None) -> float:
+    """What pycma minimises: minus the (clipped) score, plus ``1 - margin`` where an instance
+    reports a margin below 1 (no event observed: the score is flat there, ``-allowed`` for a
+    probability or ``log 0`` for an expectation, and CMA-ES would have nothing to follow; measured
+    on MGD.L2: 200 evaluations without leaving that plateau). The score, which decides
+    violations, does not include it."""
+    plateau = 0.0 if margin is None or not math.isfinite(margin) else max(1.0 - margin, 0.0)
+    return -float(np.clip(score, -SCORE_CAP, SCORE_CAP)) + plateau
 
 
 def _minimum_steps(domain: Domain) -> np.ndarray:
@@ -125,18 +123,24 @@ def search(domain: Domain, ctx, *, seed: int, budget: float | None = None, max_e
     while not spent():
         restart_seed = spawn_seeds(seed, 1, SEARCH_KEY + 1, result.restarts)[0]
         rng = np.random.default_rng(restart_seed)
-        options = {"bounds": [0.0, 1.0], "popsize": base_population * 2 ** result.restarts,
+        options = {"bounds": [0.0, 1.0], "popsize": base_population * 2 ** min(result.restarts, MAX_DOUBLINGS),
                    "seed": int(restart_seed % (2**31 - 1)) + 1, "verbose": -9,
                    "minstd": list(minimum_steps), "tolfun": 1e-9, "tolx": 1e-6}
         if dimension == 1:  # pycma needs two coordinates: a dummy one the objective ignores
             options["minstd"] = list(minimum_steps) + [0.0]
         strategy = cma.CMAEvolutionStrategy(list(rng.uniform(0.1, 0.9, size=max(dimension, 2))), SIGMA0, options)
         while not strategy.stop() and not spent():
-            candidates = strategy.ask()
-            if max_evaluations is not None:
-                candidates = candidates[:max(1, max_evaluations - len(result.evaluations))]
-            objectives = _evaluate_generation(domain, ctx, seed, [c[:dimension] for c in candidates], result)
-            if len(candidates) == strategy.popsize:
+            candidates, objectives = strategy.ask(), []
+            # in chunks of the base population, so that a large generation does not overrun the budget;
+            # a generation cut short is kept in the record but not told to the strategy
+            for first in range(0, len(candidates), base_population):
+                if spent():
+                    break
+                chunk = candidates[first:first + base_population]
+                if max_evaluations is not None:
+                    chunk = chunk[:max_evaluations - len(result.evaluations)]
+                objectives += _evaluate_generation(domain, ctx, seed, [c[:dimension] for c in chunk], result)
+            if len(objectives) == len(candidates):
                 strategy.tell(candidates, objectives)
         result.restarts += 1
     result.restarts -= 1  # restarts after the first run
@@ -161,7 +165,7 @@ def _evaluate_generation(domain, ctx, seed, units, result: SearchResult) -> list
             score, objective = None, PENALTY + _shortfall(instance.assumptions)
         else:
             score = domain.score(instance)
-            objective = _objective(score)
+            objective = _objective(score, instance.margin)
         result.evaluations.append(Evaluation(first + i, point, seeds[i], score, instance))
         objectives.append(objective)
     return objectives

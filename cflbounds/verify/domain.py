@@ -101,7 +101,10 @@ class Instance:
     (``Inequality.as_dict()``) at this instance. ``samples`` (expectation claims): the
     per-trial values ``measured`` averages; ``exceedances`` out of ``trials`` (probability
     claims): ``measured`` is their frequency, ``bound`` the allowed probability.
-    ``details``: what else a reader of the counterexample needs (numbers or short strings)."""
+    ``details``: what else a reader of the counterexample needs (numbers or short strings).
+    ``margin`` (optional): how close the instance came to the event, e.g. the largest deviation
+    over its trials divided by the threshold (below 1: no trial exceeded); the search follows it
+    where no event is observed yet, the verdict never uses it."""
 
     measured: float
     bound: float
@@ -110,6 +113,7 @@ class Instance:
     exceedances: int | None = None
     trials: int | None = None
     details: dict = field(default_factory=dict)
+    margin: float | None = None
 
     @property
     def admissible(self) -> bool:

@@ -21,18 +21,19 @@ def implemented_claims() -> list[str]:
     return [claim.id for claim in claims().values() if claim.check is not None]
 
 
-def expand_claim_ids(ids) -> list[str]:
+def expand_claim_ids(ids, among: list[str] | None = None, kind: str = "implemented") -> list[str]:
     """Claim IDs and shell-style patterns (``MGD.*``, ``IFCA.T?``) as a list of IDs, in the
-    given order without repeats. A pattern stands for the implemented claims it matches
-    and must match at least one; a plain ID must exist (it may lack a check).
+    given order without repeats. A pattern stands for the claims of ``among`` it matches
+    (default: the implemented ones; ``kind`` names them in the error) and must match at least
+    one; a plain ID must exist (it may lack a check).
     """
-    implemented = implemented_claims()
+    candidates = implemented_claims() if among is None else among
     expanded: list[str] = []
     for item in ids:
         if any(char in item for char in "*?["):
-            matches = fnmatch.filter(implemented, item)
+            matches = fnmatch.filter(candidates, item)
             if not matches:
-                raise InvalidParameterError(f"The claim pattern {item!r} matches no implemented claim; "
+                raise InvalidParameterError(f"The claim pattern {item!r} matches no {kind} claim; "
                                             "`cflbounds claims` lists them.")
         else:
             matches = [get_claim(item).id]

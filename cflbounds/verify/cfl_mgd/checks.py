@@ -72,7 +72,7 @@ def _theory_runs(ctx, family: Family, *, m, n_prime, trials, iterations, betas, 
 def _rho0(family: Family, problem, *, m, n_prime, beta) -> tuple[float, dict]:
     """``rho0`` at the family's exact constants with the lambdas minimising it at P lambda5 = FAILURE
     (drift term as printed); ``info["rho0_derivation"]`` with the derivation's drift term (the
-    lambdas do not depend on that constant term)."""
+    lambdas do not depend on that constant term), ``info["lambdas"]`` the lambdas."""
     sigma2, v2 = family.variance_bounds(problem, init_radius(family))
     constants = dict(v=math.sqrt(v2), sigma=math.sqrt(sigma2), L=family.smoothness, mu=family.strong_convexity,
                      l=PROPORTION, m=m, n_prime=n_prime, P=P, delta=family.delta, beta=beta)
@@ -80,7 +80,7 @@ def _rho0(family: Family, problem, *, m, n_prime, beta) -> tuple[float, dict]:
     terms = bounds.rho0_terms(lambdas=lambdas, **constants)
     derivation = bounds.rho0_terms(lambdas=lambdas, **constants, c4_term="derivation")
     return float(sum(terms.values())), {**constants, "terms": {k: float(v) for k, v in terms.items()},
-                                        "rho0_derivation": float(sum(derivation.values()))}
+                                        "rho0_derivation": float(sum(derivation.values())), "lambdas": lambdas}
 
 
 def _lambdas(constants):

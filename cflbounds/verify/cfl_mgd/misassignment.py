@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import torch
 
-from ...algorithms import ifca
+from ...algorithms.losses import kernel_for
+from ...algorithms.rounds import estimate_clusters
 from ...bounds import cfl_mgd as bounds
 from ...synthetic.seeding import spawn_seeds
 from .problems import Family, init_radius, placed_models
@@ -24,7 +26,7 @@ from ..context import VerifyContext
 from ..stats import clopper_pearson
 from ..verdict import Verdict
 
-__all__ = ["check_l1", "judge_lemma1", "misassignment_table"]
+__all__ = ["check_l1", "judge_lemma1", "misassignment_table", "cluster_estimates"]
 
 CONFIDENCE = 0.95
 _N_PRIMES = {"smoke": (2, 8, 32, 128), "default": (2, 4, 8, 16, 32, 64, 128, 256),
@@ -52,13 +54,28 @@ def _cells(scale):
         yield Family("logistic", D, delta=1.0, noise=0.0), n_prime
 
 
+def cluster_estimates(family: Family, seeds, m, n_prime, place, *, device="cpu"):
+    """One cluster-estimation step (Alg. 1 line 5, eq. 21) on the first of Sec. 5's batches of
+    n' points, at given models: ``place(truth)`` maps the exact optima ``(B, 2, d)`` to them.
+    It is IFCA's and CFL-MGD's own step (the loss kernel and :func:`~cflbounds.algorithms.rounds.
+    estimate_clusters` that :func:`cflbounds.algorithms.ifca` runs), kept apart to return the
+    losses too. Returns ``(problem, models, losses, choice)``: ``losses`` ``(B, m, 2)`` each
+    client's empirical loss at each model (up to a positive factor: the squared loss sums), and
+    ``choice`` ``(B, m)`` its argmin, the estimated cluster (ties to the lower index)."""
+    problem, options = family.problems(seeds, m, n_prime, iterations=1, resample="split", device=device)
+    models = place(family.truth(problem))
+    kernel = kernel_for(problem, "mean", options.get("samples"))
+    estimation, _ = kernel.batches(kernel.data(), np.arange(problem.batch_size), 0, "split", n_prime)
+    losses = kernel.losses(kernel.evaluate(estimation, torch.as_tensor(models[:, None], dtype=problem.dtype,
+                                                                       device=problem.device)))  # (B, m, 1, 2)
+    choice = estimate_clusters(losses)[:, :, 0]
+    return problem, models, losses[:, :, 0].double().cpu().numpy(), choice.cpu().numpy()
+
+
 def _cell(ctx, index, family: Family, n_prime, trials, m) -> dict:
-    seeds = spawn_seeds(ctx.seed, trials, 1, index)
-    problem, options = family.problems(seeds, m, n_prime, iterations=1, resample="split", device=ctx.device)
-    models = placed_models(family.truth(problem), init_radius(family))
-    trace = ifca(problem, iterations=1, step_sizes=1.0 / family.smoothness, init=models, record_assignments=True,
-                 seed=ctx.seed, **options)
-    choice = trace.assignments[:, 0, 0]  # (B, m)
+    problem, models, _, choice = cluster_estimates(family, spawn_seeds(ctx.seed, trials, 1, index), m, n_prime,
+                                                   lambda truth: placed_models(truth, init_radius(family)),
+                                                   device=ctx.device)
     own = problem.membership == 0
     sigma2 = float(np.max([family.loss_variance(problem, models[:, j], 0) for j in range(2)]))
     scale = sigma2 / (family.delta**4 * family.strong_convexity**2 * n_prime)  # the bound is c1 times this

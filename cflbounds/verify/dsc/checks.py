@@ -45,6 +45,13 @@ def _within_a4(frame) -> pd.Series:
     return frame["optimum_client_gradient2"] <= SCOPE_TOLERANCE * frame["start_client_gradient2"]
 
 
+def a4_at_optimum(optimum_ratio: float) -> Inequality:
+    """A4 at w*, where grad F = 0: it holds for a finite delta only if ``E_k||grad F_k(w*)||^2 = 0``,
+    here relative to its value at w^0 (``optimum_ratio``) and up to rounding."""
+    return Inequality("E_k||grad F_k(w*)||^2 / E_k||grad F_k(w^0)||^2 <= 0 (up to rounding): A4 at w*, "
+                      "where grad F = 0", optimum_ratio, SCOPE_TOLERANCE, "<=", "DSC A4")
+
+
 def _constants(experiment) -> pd.DataFrame:
     """One row per (instance, step size): the runs' sups joined to the instance's constants.
     delta^2 = the larger of the ball's sup and the sup over every iterate of the instance."""
@@ -408,8 +415,7 @@ def check_a14(ctx: VerifyContext) -> Verdict:
         worst = group.sort_values("delta_intra2").iloc[-1]
         kappa2 = float((group["L_clients"] / group["mu_clients"]).max() ** 2)
         optima = "shared optimum" if worst["spread"] == 0 else f"optima spread {worst['spread']:g}"
-        at_optimum = Inequality("E_k||grad F_k(w*)||^2 / E_k||grad F_k(w^0)||^2 <= 0 (up to rounding): A4 at w*, "
-                                "where grad F = 0", float(group["optimum_ratio"].max()), SCOPE_TOLERANCE, "<=", "DSC A4")
+        at_optimum = a4_at_optimum(float(group["optimum_ratio"].max()))
         for row in (*bounds.assumptions(L=float(worst["L_exact"]), mu=float(worst["mu_exact"]),
                                         delta_intra=np.sqrt(kappa2), delta_inter=np.sqrt(kappa2),
                                         intra_ratio=float(group["delta_intra2"].max()),

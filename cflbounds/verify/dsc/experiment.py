@@ -164,10 +164,11 @@ def _client_gradient_energy(problem, w):
 
 
 def run_configuration(config: ProblemConfig, ctx_seed: int, scale_cfg: dict, index: int, instance_seeds=None,
-                      device: str = "cpu") -> dict:
+                      device: str = "cpu", factors=FACTORS) -> dict:
     """Every instance of ``config`` swept across its threshold; returns the tidy run table
     (one row per instance x step size x noise repetition) and per-instance constants.
-    ``instance_seeds`` reruns chosen instances alone (e.g. a counterexample from its seed)."""
+    ``instance_seeds`` reruns chosen instances alone (e.g. a counterexample from its seed);
+    ``factors``: the step sizes as multiples of each instance's ball threshold."""
     reps, T = scale_cfg["reps"], scale_cfg["iterations"]
     count = scale_cfg["instances"] if instance_seeds is None else len(instance_seeds)
     inst = build_instances(config, ctx_seed, count, key=(index,), instance_seeds=instance_seeds, device=device)
@@ -180,7 +181,7 @@ def run_configuration(config: ProblemConfig, ctx_seed: int, scale_cfg: dict, ind
                                                                                scale_cfg["ball_steps"]))
     constants = _constants(problem)
     threshold = 2.0 / (constants["L_exact"] * ball_intra * ball_inter * ball_weight)
-    steps = threshold[:, None] * np.asarray(FACTORS)[None]  # (B, S)
+    steps = threshold[:, None] * np.asarray(factors, float)[None]  # (B, S)
     rows = np.repeat(np.arange(B), reps)
     noise_seeds = np.array([spawn_seeds(s, reps) for s in inst.seeds]).ravel()
     repeated = problem.subset(rows)
@@ -192,12 +193,12 @@ def run_configuration(config: ProblemConfig, ctx_seed: int, scale_cfg: dict, ind
                                  hierarchy(inst.grouping.subset(rows), inst.layout.subset(rows), sizes,
                                            noise_scale=config.noise_scale, device=problem.device),
                                  step_sizes=steps[rows], iterations=T, seeds=noise_seeds, loss=_gap(repeated))
-    S = len(FACTORS)
+    S = len(factors)
     run = {
         "config": config.name, "clients": config.clients, "d": config.d, "spread": config.spread,
         "instance": np.repeat(rows, S), "instance_seed": np.repeat(np.asarray(inst.seeds, np.uint64)[rows], S),
         "rep": np.repeat(np.tile(np.arange(reps), B), S), "noise_seed": np.repeat(noise_seeds.astype(np.uint64), S),
-        "factor": np.tile(FACTORS, B * reps), "step_size": steps[rows].ravel(),
+        "factor": np.tile(np.asarray(factors, float), B * reps), "step_size": steps[rows].ravel(),
         "diverged": trace.diverged.ravel(),
         "intra_ratio": np.nanmax(trace.intra_ratio, -1).ravel(), "inter_ratio": np.nanmax(trace.inter_ratio, -1).ravel(),
         "weight_factor": np.nanmax(trace.weight_factor, -1).ravel(),

@@ -27,7 +27,8 @@ from .discrepancy import check_e4, check_t1
 from ..recovery import adjusted_rand
 from ..verdict import Verdict
 
-__all__ = ["check_e4", "check_t1", "check_e8", "check_e9", "check_acc", "excess_loss_cases", "excess_loss_exact"]
+__all__ = ["check_e4", "check_t1", "check_e8", "check_e9", "check_acc", "excess_loss_cases", "excess_loss_exact",
+           "excess_loss_sides", "covariance"]
 
 IDENTITY_TOLERANCE = 1e-9  # relative, as the issue asks
 E8 = {"smoke": 300, "default": 2000, "paper": 20000}
@@ -62,19 +63,33 @@ def excess_loss_cases(count: int, seed: int) -> pd.DataFrame:
         d = int(rng.integers(1, 9))
         basis, _ = np.linalg.qr(rng.standard_normal((d, d)))
         eigenvalues = 10.0 ** rng.uniform(-2, 2, size=d)
-        sigma_xx = (basis * eigenvalues) @ basis.T
-        sigma_xx = 0.5 * (sigma_xx + sigma_xx.T)
+        sigma_xx = covariance(basis, eigenvalues)
         sigma_xy, sigma_xy_hat = rng.standard_normal(d), rng.standard_normal(d)
         variance_y = float(sigma_xy @ np.linalg.solve(sigma_xx, sigma_xy)) + rng.uniform(0.1, 2.0)
-        excess = excess_loss_exact(sigma_xx, sigma_xy, sigma_xy_hat, variance_y)
-        identity = bounds.excess_loss_identity(sigma_xx, sigma_xy, sigma_xy_hat)
-        norm_sq = float(np.sum((sigma_xy_hat - sigma_xy) ** 2))
-        sandwich = bounds.excess_loss_sandwich(norm_sq, float(eigenvalues.min()), float(eigenvalues.max()))
         rows.append({"case": case, "d": d, "condition_number": eigenvalues.max() / eigenvalues.min(),
-                     "excess_loss": excess, "identity": identity,
-                     "relative_error": abs(excess - identity) / max(abs(excess), np.finfo(float).tiny),
-                     "lower": sandwich.terms["lower"], "upper": sandwich.terms["upper"]})
+                     **excess_loss_sides(sigma_xx, eigenvalues, sigma_xy, sigma_xy_hat, variance_y)})
     return pd.DataFrame(rows)
+
+
+def covariance(basis, eigenvalues) -> np.ndarray:
+    """``Sigma_XX = Q diag(lambda) Q^T`` (symmetrised) from an orthogonal ``Q`` and its eigenvalues."""
+    sigma_xx = (basis * eigenvalues) @ basis.T
+    return 0.5 * (sigma_xx + sigma_xx.T)
+
+
+def excess_loss_sides(sigma_xx, eigenvalues, sigma_xy, sigma_xy_hat, variance_y,
+                      identity=bounds.excess_loss_identity, sandwich=bounds.excess_loss_sandwich) -> dict:
+    """Both sides of Sec. III's identity and eq. (8) on one problem: ``excess_loss`` from the
+    population loss (:func:`excess_loss_exact`), ``identity`` its closed form in float64
+    (``identity``, the bound function), ``lower`` and ``upper`` the sandwich (``sandwich``, with
+    the extreme ``eigenvalues`` of ``sigma_xx``) and the identity's ``relative_error``."""
+    excess = excess_loss_exact(sigma_xx, sigma_xy, sigma_xy_hat, variance_y)
+    closed_form = identity(sigma_xx, sigma_xy, sigma_xy_hat)
+    norm_sq = float(np.sum((np.asarray(sigma_xy_hat) - np.asarray(sigma_xy)) ** 2))
+    sides = sandwich(norm_sq, float(np.min(eigenvalues)), float(np.max(eigenvalues)))
+    return {"excess_loss": excess, "identity": closed_form,
+            "relative_error": abs(excess - closed_form) / max(abs(excess), np.finfo(float).tiny),
+            "lower": sides.terms["lower"], "upper": sides.terms["upper"]}
 
 
 def check_e8(ctx: VerifyContext) -> Verdict:

@@ -41,6 +41,9 @@ SCALES = {
 R_OPTIONS = ("contraction-monte-carlo", "contraction-closed-form", "zero")
 PAIRS = {"same cluster": 1, "different clusters": 2}  # partner of client 0
 _CHUNK = 1000
+# float64 rounding of a population loss (a mean of <= a few thousand terms in [0, 1]) stays far below this:
+# a d-hat at most ROUNDING above 2 disc is not a violation
+ROUNDING = 1e-12
 
 
 def _model():
@@ -60,6 +63,16 @@ def _train(model, data):
     return local_steps(model, start, data, step_size=PROBLEM["step_size"], steps=PROBLEM["steps"])[:, :, 0]
 
 
+def pair_discrepancies(model, problem):
+    """Train every client (:func:`_train`) and compare them two by two: the trained models
+    ``(B, m, P)``, ``d(i,j)`` of eq. (2) from the clients' samples and ``d-hat(i,j)`` from the
+    exact population losses at the same models (Sec. II before eq. 4), ``(B, m, m)`` each."""
+    trained = _train(model, problem.train)
+    empirical = discrepancy_from_losses(cross_losses(model, trained, problem.train))[1]
+    population = client_losses(model, trained[:, None], problem.population)[:, problem.membership]
+    return trained, empirical, discrepancy_from_losses(population)[1]
+
+
 def _rows(ctx, sizes, trials):
     """One row per (trial, pair): d, d-hat (population losses at the trained models) and |d - d-hat|."""
     model = _model()
@@ -67,10 +80,7 @@ def _rows(ctx, sizes, trials):
     frames, models = [], []
     for start in range(0, trials, _CHUNK):
         problem = _problem(ctx, sizes, seeds[start:start + _CHUNK])
-        trained = _train(model, problem.train)
-        empirical = discrepancy_from_losses(cross_losses(model, trained, problem.train))[1]
-        population = client_losses(model, trained[:, None], problem.population)[:, problem.membership]
-        population_d = discrepancy_from_losses(population)[1]
+        trained, empirical, population_d = pair_discrepancies(model, problem)
         models.append(trained)
         for pair, partner in PAIRS.items():
             d, d_hat = empirical[:, 0, partner].cpu().numpy(), population_d[:, 0, partner].cpu().numpy()
@@ -267,16 +277,16 @@ def _population_models(model, problem):
     return local_steps(model, start, one, step_size=PROBLEM["step_size"], steps=20 * PROBLEM["steps"])[0, :, 0], one
 
 
-def _disc_lower(ctx, model, one, candidates, starts):
-    """A lower bound on disc(D_0, D_1) = sup_w |L_D0(w) - L_D1(w)|: projected gradient
-    ascent of both signs from random starts and from the candidates, best value kept."""
-    rng = stream(ctx.seed, 42)
-    random = torch.as_tensor(model.sample(rng, starts) * PROBLEM["weight_norm"], dtype=one.dtype, device=one.device)
+def disc_lower_bound(model, one, candidates, starts, rng, steps=PROBLEM["steps"]):
+    """A lower bound on disc(D_0, D_1) = sup_w |L_D0(w) - L_D1(w)| over the ball ``||w|| <= model.radius``:
+    ``steps`` of projected gradient ascent of both signs from ``starts`` random points (from ``rng``)
+    and from the candidates, best value kept. ``one``: the two clusters' populations as one trial's data."""
+    random = torch.as_tensor(model.sample(rng, starts) * model.radius, dtype=one.dtype, device=one.device)
     params = model.project(torch.cat([random, candidates]))
     signs = torch.cat([torch.ones(len(params)), -torch.ones(len(params))]).to(device=one.device, dtype=one.dtype)
     params = torch.cat([params, params])[None, None]  # (1, 1, S, P)
     best = 0.0
-    for _ in range(PROBLEM["steps"]):
+    for _ in range(steps):
         gradients, losses = client_gradients(model, params, one)  # (1, 2, S, P), (1, 2, S)
         gap = (losses[0, 0] - losses[0, 1]).abs()
         best = max(best, float(gap.max()))
@@ -291,12 +301,12 @@ def check_e4(ctx: VerifyContext) -> Verdict:
     model = _model()
     minimisers, one = _population_models(model, problem)
     candidates = torch.cat([minimisers, trained[: cfg["disc_starts"]].reshape(-1, model.size)])
-    disc_lower = _disc_lower(ctx, model, one, candidates, cfg["disc_starts"])
+    disc_lower = disc_lower_bound(model, one, candidates, cfg["disc_starts"], stream(ctx.seed, 42))
     disc_upper = float(problem.total_variation()[0, 1])
     population = client_losses(model, minimisers[None, None], one)[0]  # (k, k): L_Dc(w_c'*)
     d_hat_population = float(discrepancy_from_losses(population)[1][0, 1])
     same, cross = table[table["pair"] == "same cluster"], table[table["pair"] == "different clusters"]
-    rounding = 1e-12
+    rounding = ROUNDING
     same_violations = int(np.sum(same["d_hat"] > rounding))  # disc(D_i, D_i) = 0 exactly
     cross_violations = int(np.sum(cross["d_hat"] > 2 * disc_upper + rounding))
     cross_certified = int(np.sum(cross["d_hat"] <= 2 * disc_lower))

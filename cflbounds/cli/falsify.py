@@ -1,0 +1,193 @@
+"""``cflbounds falsify``: search each claim's admissible domain for its worst case."""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import textwrap
+from datetime import datetime
+from pathlib import Path
+
+from .._files import writable_directory
+from .._validation import InvalidParameterError
+from ._common import THREADS_HELP, table, thread_count
+
+__all__ = ["add_parser", "run"]
+
+DESCRIPTION = (
+    "Search each claim's admissible domain (the problems, algorithm settings and constants its statement quantifies "
+    "over, its assumptions as constraints) for the point where the measured quantity most exceeds the bound: CMA-ES "
+    "(pycma) with restarts of growing population on transformed coordinates (log scale for scales, integers rounded), "
+    "inadmissible points penalised and never counted. The best violating point is shrunk toward a simpler one "
+    "(fewer clients, clusters, dimensions, rounder numbers) and confirmed on fresh seeds the search never used, with "
+    "the claim's decision rule: 'violated' only then, else 'no counterexample found' with the best ratio reached. "
+    "Writes DIR/falsify.json (after each claim), DIR/counterexamples/<ID>.json and DIR/report.pdf. The same seed "
+    "gives the same search path; with --budget it stops after that many seconds, so how far it gets depends on the "
+    "machine, with --evaluations the whole run is reproducible.")
+
+
+def _positive(kind):
+    def parse(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if value is None or not (value > 0 and math.isfinite(value)):
+            raise argparse.ArgumentTypeError(f"must be a {kind.__name__} > 0. Got {text!r} instead")
+        return value
+
+    parse.__name__ = f"positive {kind.__name__}"
+    return parse
+
+
+def _epilog() -> str:
+    from ..verify.registry import claims
+
+    rows = [[claim.id, "yes: " + (claim.domain.note or "its domain") if claim.domain else
+             "no: " + (claim.no_domain or "declares no domain")] for claim in claims().values()]
+    return (textwrap.fill("Which claims can be falsified (a claim takes part by declaring a domain: "
+                          "docs/own-theorem.md):", 100) + "\n\n" + table(["claim", "falsify"], rows)).replace("%", "%%")
+
+
+def add_parser(commands) -> None:
+    from ..falsify import DEFAULT_BUDGET
+
+    parser = commands.add_parser("falsify", allow_abbrev=False,
+                                 help="search each claim's admissible domain for its worst case (a counterexample)",
+                                 description=textwrap.fill(DESCRIPTION, 100), epilog=_epilog(),
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("ids", nargs="*", metavar="ID",
+                        help="claim IDs or patterns such as 'FC.*' (patterns match the claims that declare a domain; "
+                             "default: every such claim; not with --replay)")
+    spend = parser.add_mutually_exclusive_group()
+    spend.add_argument("--budget", type=_positive(float), metavar="SECONDS",
+                       help=f"seconds of search per claim; shrinking and confirming come on top "
+                            f"(default: {DEFAULT_BUDGET:g})")
+    spend.add_argument("--evaluations", type=_positive(int), metavar="N",
+                       help="search evaluations per claim instead of a time budget: the run is then reproducible "
+                            "exactly on any machine")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="search seed, a non-negative int: the search's evaluation seeds and the fresh "
+                             "confirmation seeds are spawned from it (apart), so the same seed gives the same search "
+                             "path (default: 0)")
+    parser.add_argument("--confidence", type=float, default=0.95,
+                        help="confidence of the confirmation on fresh seeds, in (0, 1) (default: 0.95)")
+    parser.add_argument("--out", metavar="DIR",
+                        help="run directory for falsify.json, counterexamples/ and report.pdf (default: "
+                             "reports/falsify-<date-time>/); checked to be a writable directory before any work")
+    parser.add_argument("--json", action="store_true",
+                        help="print falsify.json's content (metadata and one result per claim) on stdout, not the "
+                             "table")
+    parser.add_argument("--replay", metavar="FILE",
+                        help="evaluate the counterexample in FILE (written by an earlier falsify run in "
+                             "DIR/counterexamples/) at its point and seed, and say whether its ratio reproduces "
+                             "(exit 1 if it does not); no search")
+    parser.add_argument("--emit-test", metavar="FILE",
+                        help="write a pytest regression test to FILE that fails while the counterexample stands "
+                             "(one claim, or with --replay); nothing is written if no counterexample is found")
+    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="cpu",
+                        help="where the claims' torch runs go: auto = CUDA when present, else CPU (default: cpu, "
+                             "where a replay reproduces a ratio exactly)")
+    parser.add_argument("--strict", action="store_true", help="exit 1 if a claim is violated")
+    parser.add_argument("--threads", type=thread_count, default="auto", metavar="auto|N", help=THREADS_HELP)
+
+
+def _check_emit_target(path: str) -> Path:
+    target = Path(path)
+    if target.suffix != ".py" or target.is_dir():
+        raise InvalidParameterError(f"The '--emit-test' option must name a .py file. Got {path!r} instead.")
+    writable_directory(target.parent if str(target.parent) else Path("."), "--emit-test")
+    return target
+
+
+def _replay(args) -> int:
+    from .._torch import resolve_device
+    from ..falsify import emit_test, read_counterexample, replay_counterexample
+
+    if args.ids or args.budget or args.evaluations or args.out:
+        raise InvalidParameterError("The '--replay' option replays one file: it takes no claim IDs, --budget, "
+                                    "--evaluations or --out.")
+    record = read_counterexample(args.replay)
+    target = _check_emit_target(args.emit_test) if args.emit_test else None
+    instance = replay_counterexample(record, device=str(resolve_device(args.device)))
+    reproduced = instance.ratio == record["ratio"]
+    if target:
+        emit_test(target, record)
+    outcome = {"id": record["id"], "parameters": record["parameters"], "seed": record["seed"],
+               "recorded_ratio": record["ratio"], "reproduced": reproduced, **instance.as_dict(),
+               "emitted_test": str(target) if target else None}
+    if args.json:
+        from ..verify.verdict import json_safe
+        print(json.dumps(json_safe(outcome), indent=2, allow_nan=False))
+    else:
+        print(f"{record['id']} at {record['parameters']} (seed {record['seed']}): measured {instance.measured:.6g}, "
+              f"bound {instance.bound:.6g}, ratio {instance.ratio:.6g}; recorded ratio {record['ratio']}: "
+              + ("reproduced exactly" if reproduced else "NOT reproduced")
+              + ("" if instance.admissible else "; the instance breaks an assumption now"))
+        if target:
+            print(f"test: {target}")
+    return 0 if reproduced else 1
+
+
+def _claim_ids(args) -> list[str]:
+    from ..falsify import falsifiable_claim
+    from ..verify.registry import claims
+    from ..verify.run import expand_claim_ids
+
+    among = [claim.id for claim in claims().values() if claim.domain is not None]
+    ids = expand_claim_ids(args.ids, among=among, kind="falsifiable") if args.ids else among
+    for claim_id in ids:
+        falsifiable_claim(claim_id)  # a named claim without a domain: refused with its reason
+    if not ids:
+        raise InvalidParameterError("No registered claim declares a domain to search.")
+    return ids
+
+
+def run(args) -> int:
+    from .._torch import resolve_device
+    from ..falsify import DEFAULT_BUDGET, emit_test, falsify_claim
+    from ..falsify.outputs import FalsifyRecord
+
+    if args.seed < 0:
+        raise InvalidParameterError(f"The '--seed' option must be a non-negative int. Got {args.seed} instead.")
+    if not 0 < args.confidence < 1:
+        raise InvalidParameterError(f"The '--confidence' option must be in (0, 1). Got {args.confidence} instead.")
+    if args.replay:
+        return _replay(args)
+    ids = _claim_ids(args)
+    if args.emit_test and len(ids) != 1:
+        raise InvalidParameterError(f"The '--emit-test' option needs exactly one claim (or --replay FILE); "
+                                    f"got {len(ids)}: {', '.join(ids)}.")
+    target = _check_emit_target(args.emit_test) if args.emit_test else None
+    device = str(resolve_device(args.device))
+    budget = None if args.evaluations else (args.budget or DEFAULT_BUDGET)
+    out = Path("reports") / datetime.now().strftime("falsify-%Y%m%d-%H%M%S") if args.out is None else args.out
+    record = FalsifyRecord(out, {"command": args.argv, "seed": args.seed, "budget_seconds": budget,
+                                 "max_evaluations": args.evaluations, "confidence": args.confidence,
+                                 "device": device})
+    spend = f"{args.evaluations} evaluations" if args.evaluations else f"{budget:g} s of search"
+    for claim_id in ids:
+        print(f"falsify {claim_id}: {spend} ...", file=sys.stderr, flush=True)
+        result = falsify_claim(claim_id, seed=args.seed, budget=budget, max_evaluations=args.evaluations,
+                               device=device, confidence=args.confidence)
+        record.add(result)
+        print(f"falsify {claim_id}: {result['summary']}", file=sys.stderr, flush=True)
+        if args.thread_governor is not None:
+            args.thread_governor.adjust()
+    report = record.write_report()
+    results = record.results
+    if target and results[0]["counterexample"] is not None:
+        from ..falsify import read_counterexample
+        emit_test(target, read_counterexample(results[0]["counterexample_file"]))
+    if args.json:
+        print(json.dumps(record.as_dict(), indent=2, allow_nan=False))
+    else:
+        print(table(["claim", "outcome", "best ratio", "evaluations", "seconds", "summary"],
+                    [[r["id"], r["outcome"], f"{r['best_ratio']:.4g}", r["evaluations"], f"{r['seconds']:.0f}",
+                      r["summary"]] for r in results], width=160))
+        print(f"\nresults: {record.path}\nreport:  {report}")
+        if target:
+            print(f"test:    {target}" if results[0]["counterexample"] is not None else
+                  f"test:    none written ({target}): no counterexample was found")
+    return 1 if args.strict and any(r["outcome"] == "violated" for r in results) else 0
