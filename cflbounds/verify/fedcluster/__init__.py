@@ -10,7 +10,8 @@ from functools import partial
 
 from ...bounds import fedcluster as bounds
 from ...claims import Claim
-from . import checks, domain, rates
+from . import checks, rates
+from .domain import H_DOMAIN, T1_DOMAIN
 
 claim = partial(Claim, paper="FedCluster", reference="FedCluster: cluster-cycling federated learning (fedcluster.txt)")
 
@@ -21,9 +22,9 @@ CLAIMS = [
                     "construction (per-sample L, s_k^2 = tau^2 ||A_k||_F^2, G^2 the max along the iterates), and FC.T1's "
                     "domain evaluates them at every instance it searches."),
     claim("FC.H", "H_cluster = sup_w sum_K q_K ||grad f(w; D^(S_K)) - grad f(w)||^2 <= H_device.",
-          checks.check_h, domain=domain.h_domain()),
+          checks.check_h, domain=H_DOMAIN),
     claim("FC.T1", "eta = (TME)^(-1/2), ME <= C/(8LG^2), T >= L^2 max(1, 16/(EM)): (1/T) sum E||grad f(W_jM)||^2 "
-          "<= 2C/sqrt(TME).", checks.check_t1, bounds.theorem1, domain=domain.t1_domain()),
+          "<= 2C/sqrt(TME).", checks.check_t1, bounds.theorem1, domain=T1_DOMAIN),
     claim("FC.SPEEDUP", "O(1/sqrt(TME)) vs FedAvg's O(1/sqrt(TE)): a sqrt(M) speed-up in rounds.",
           rates.check_speedup, bounds.speedup,
           no_domain="An O(.) comparison of two rates without explicit constants (O(1/sqrt(TME)) vs O(1/sqrt(TE))), "
