@@ -93,15 +93,17 @@ def test_h_shared_hessians_closed_form():
     for end in ("upper", "lower"):
         assert d[f"H_cluster_{end}"] == pytest.approx(H_cluster, rel=1e-10)
         assert d[f"H_device_{end}"] == pytest.approx(H_device, rel=1e-10)
-    assert instance.measured == d["H_cluster_upper"] and instance.bound == d["H_device_lower"]
+    assert d["rounding_allowance"] == 1e-12 * d["gradient_scale"]
+    assert instance.measured == d["H_cluster_upper"]
+    assert instance.bound == d["H_device_lower"] + d["rounding_allowance"]
     assert 0 < instance.ratio < 1 and instance.admissible
 
 
 @pytest.mark.parametrize("hessians", [1, 2], ids=["cluster", "client"])
 def test_h_certified_ends_bracket_the_ball(hessians):
     """Unequal Hessians: H_cluster at 2000 points of the ball (on its sphere, where a convex
-    quadratic peaks) never exceeds the certified upper end, and equals the lower end at its argmax
-    up to rounding; the same for H_device."""
+    quadratic peaks) never exceeds the certified upper end and comes within 5 % of the lower end;
+    the same for H_device; the rounding allowance's gradient scale bounds sum_k p_k ||grad f_k||^2."""
     point = {**H_POINT, "hessians": hessians}
     problem, membership, center = fc_domain.h_problem(point, 7)
     instance = fc_domain.H_DOMAIN.evaluate([point], [7], CTX)[0]
@@ -113,6 +115,8 @@ def test_h_certified_ends_bracket_the_ball(hessians):
     assert device.max() <= d["H_device_upper"] * (1 + 1e-12)
     assert d["H_cluster_lower"] <= d["H_cluster_upper"] <= d["H_cluster_lower"] * (1 + 1e-12)
     assert cluster.max() >= 0.95 * d["H_cluster_lower"] and device.max() >= 0.95 * d["H_device_lower"]
+    second_moment = np.einsum("bpnd,n->bp", np.square(problem.client_gradients(sphere[None])), problem.weights)
+    assert second_moment.max() <= d["gradient_scale"]
     assert instance.ratio < 1
 
 
@@ -121,8 +125,21 @@ def test_h_equality_when_every_device_is_its_own_cluster():
     agree to a few ulps, inside the domain's tolerance."""
     point = {**H_POINT, "clusters": H_POINT["devices"], "hessians": 2}
     instance = fc_domain.H_DOMAIN.evaluate([point], [5], CTX)[0]
-    assert instance.measured == pytest.approx(instance.bound, rel=1e-14)
-    assert fc_domain.H_DOMAIN.ratio(instance) <= 1
+    d = instance.details
+    assert d["H_cluster_upper"] == pytest.approx(d["H_device_lower"], rel=1e-14)
+    assert 1 - 1e-11 < fc_domain.H_DOMAIN.ratio(instance) <= 1
+
+
+def test_h_rounding_where_h_is_zero_is_not_a_violation():
+    """One cluster (H_cluster = 0) of two devices in d = 1: where both optima fall on the same side
+    of the center, H_device is 0 too, and both certified ends come out as rounding (~1e-32): the
+    default-budget search at seed 0 reported that as a violation before the rounding allowance."""
+    point = {"devices": 2, "clusters": 1, "groups": 1, "d": 1, "hessians": 0, "partition": 0, "weight_ratio": 270.0,
+             "mu_over_L": 1.0, "spread": 1.0, "center_distance": 1.0, "radius": 1.0}
+    instances = fc_domain.H_DOMAIN.evaluate([point] * 20, list(range(20)), CTX)
+    rounding = [i for i in instances if i.measured > i.details["H_device_lower"]]
+    assert rounding and all(i.measured < 1e-20 for i in rounding)  # the artefact is there, at rounding size
+    assert all(fc_domain.H_DOMAIN.ratio(i) < 1e-3 for i in instances)
 
 
 def test_h_search_finds_no_counterexample():
