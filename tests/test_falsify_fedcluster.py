@@ -201,7 +201,8 @@ def test_t1_instance_is_theorem1_at_its_constants():
         result = bounds.theorem1(L=d["L_per_problem"][i], E=T1_SMALL["E"], M=T1_SMALL["clusters"], T=T1_SMALL["T"],
                                  initial_gap=d["initial_gap_per_problem"][i], H_cluster=d["H_cluster_per_problem"][i],
                                  variance=d["variance_per_problem"][i], G=math.sqrt(d["G2_per_problem"][i]))
-        assert d["bound_per_problem"][i] == result.value and d["largest_ME_per_problem"][i] == result.derived["largest_ME"]
+        assert d["bound_per_problem"][i] == result.value
+        assert d["largest_ME_per_problem"][i] == result.derived["largest_ME"]
         assert d["meets_conditions_per_problem"][i] == result.assumptions_hold
     assert d["L_per_problem"] == pytest.approx([T1_SMALL["L"]] * fc_domain.PROBLEMS, rel=1e-12)
     assert instance.admissible == bool(kept) and d["problems_kept"] == len(kept)

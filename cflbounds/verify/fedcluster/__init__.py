@@ -19,8 +19,8 @@ CLAIMS = [
     claim("FC.A2", "f(.;xi) L-smooth and bounded below; local gradient variance <= s_k^2; E||grad f||^2 <= G^2.",
           checks.check_a2,
           no_domain="Assumption 2 is a hypothesis, not a bound: on the toolkit's problems its constants are exact by "
-                    "construction (per-sample L, s_k^2 = tau^2 ||A_k||_F^2, G^2 the max along the iterates), and FC.T1's "
-                    "domain evaluates them at every instance it searches."),
+                    "construction (per-sample L, s_k^2 = tau^2 ||A_k||_F^2, G^2 the max along the iterates), and "
+                    "FC.T1's domain evaluates them at every instance it searches."),
     claim("FC.H", "H_cluster = sup_w sum_K q_K ||grad f(w; D^(S_K)) - grad f(w)||^2 <= H_device.",
           checks.check_h, domain=H_DOMAIN),
     claim("FC.T1", "eta = (TME)^(-1/2), ME <= C/(8LG^2), T >= L^2 max(1, 16/(EM)): (1/T) sum E||grad f(W_jM)||^2 "

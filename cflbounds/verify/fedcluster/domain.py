@@ -53,8 +53,8 @@ from ..domain import Domain, Instance, Parameter
 from .runs import partition_devices, run_problem
 
 __all__ = ["H_PARAMETERS", "T1_PARAMETERS", "PROBLEMS", "REPLICAS", "MAX_LOCAL_STEPS", "H_DOMAIN", "T1_DOMAIN",
-           "h_domain", "t1_domain", "h_instance", "t1_instance", "h_problem", "cluster_masses", "device_weights", "t1_problem",
-           "initial_models"]
+           "h_domain", "t1_domain", "h_instance", "t1_instance", "h_problem", "cluster_masses", "device_weights",
+           "t1_problem", "initial_models"]
 
 PROBLEMS = 4  # independent problems (and starts) of one FC.T1 instance, run in one batch
 REPLICAS = 8  # runs of each (the samples of its expectation)
@@ -82,8 +82,10 @@ H_PARAMETERS = [
               description="p_max/p_min: device weights p_k geometric in the device index"),
     Parameter("mu_over_L", 1e-3, 1.0, log=True, simple=1.0,
               description="mu/L of every Hessian (L = 1: the ratio H_cluster/H_device does not depend on L)"),
-    Parameter("spread", 1e-3, 100.0, log=True, simple=1.0, description="distance of a device's optimum from its group's"),
-    Parameter("center_distance", 1e-3, 1000.0, log=True, simple=1.0, description="distance of the ball's center from w*"),
+    Parameter("spread", 1e-3, 100.0, log=True, simple=1.0,
+              description="distance of a device's optimum from its group's"),
+    Parameter("center_distance", 1e-3, 1000.0, log=True, simple=1.0,
+              description="distance of the ball's center from w*"),
     Parameter("radius", 1e-3, 1000.0, log=True, simple=1.0, description="the ball's radius"),
 ]
 
