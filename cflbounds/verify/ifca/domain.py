@@ -142,7 +142,8 @@ def variance_instance(point: dict, seed: int, ctx, scale: float = 1.0) -> Instan
         population = float(problem.population_loss(distance))
         samples = (losses.reshape(-1).double() - population).square()
     else:
-        gradients = kernel.machine_gradients((features, responses), model.view(1, 1, 1, d).expand(1, VARIANCE_SAMPLES, 1, d))
+        local = model.view(1, 1, 1, d).expand(1, VARIANCE_SAMPLES, 1, d)  # theta at every one-point machine
+        gradients = kernel.machine_gradients((features, responses), local)
         population = torch.as_tensor(2.0 * (theta - centers[j]), dtype=torch.float64, device=problem.device)
         samples = (gradients.reshape(VARIANCE_SAMPLES, d).double() - population).square().sum(dim=1)
     samples = samples.cpu().numpy()
@@ -336,4 +337,5 @@ def contraction_domain(floor: str = "theorem2", c: float = 1.0) -> Domain:
                   rule="probability", constraints=contraction_constraints, confirmation=20,
                   note=f"one theory-version IFCA step (gamma = 1/L, re-sampling) on mixed linear regression by k, m, "
                        f"n', d, sigma, Delta, the smallest cluster's share, the models' place in Assumption 6's ball "
-                       f"{'and delta' if floor == 'theorem2' else '(allowed 1/m)'}; floor: {floor}" + (f" x {c:g}" if c != 1 else ""))
+                       f"{'and delta' if floor == 'theorem2' else '(allowed 1/m)'}; floor: {floor}"
+                       + (f" x {c:g}" if c != 1 else ""))
