@@ -9,7 +9,7 @@ import torch
 import cflbounds.falsify.run as falsify_run
 from cflbounds.falsify import falsify_claim
 from cflbounds.synthetic import make_mixed_linear_regression
-from cflbounds.synthetic.mixed_linear_regression import gradient_variance, loss_variance
+from cflbounds.synthetic.mixed_linear_regression import draw_ground_truth, gradient_variance, loss_variance
 from cflbounds.verify.context import VerifyContext
 from cflbounds.verify.domain import Domain
 from cflbounds.verify.ifca import CLAIMS
@@ -18,7 +18,7 @@ from cflbounds.verify.registry import get_claim
 
 CTX = VerifyContext(seed=0, device="cpu")
 BY_ID = {claim.id: claim for claim in CLAIMS}
-VARIANCE_POINT = {"constant": 0, "k": 3, "d": 6, "sigma": 0.3, "R": 1.0, "model_cluster": 0.0, "data_cluster": 0.9,
+VARIANCE_POINT = {"constant": 0, "k": 3, "d": 6, "sigma": 0.3, "R": 1.0, "truth": 4, "model_cluster": 0.0, "data_cluster": 0.9,
                   "radius": 1.0, "alignment": 1.0}
 STEP_POINT = {"k": 2, "m": 24, "n_prime": 8, "d": 6, "sigma": 0.5, "Delta": 1.2, "share": 1.0, "radius": 0.5,
               "alignment": 0.5, "delta": 0.2}
@@ -88,9 +88,8 @@ def test_variance_instance_agrees_with_a_direct_computation_and_the_closed_forms
     farthest pair."""
     domain, seed = domains.variance_domain(), 5
     loss, grad = domain.evaluate([VARIANCE_POINT, {**VARIANCE_POINT, "constant": 1}], [seed, seed], CTX)
-    problem = make_mixed_linear_regression(3, 3, domains.VARIANCE_SAMPLES, 6, sigma=0.3, truth="paper-text",
-                                           scale=1.0, seed=seed)
-    centers = problem.theta_star_exact[0]
+    centers = draw_ground_truth(3, 6, "paper-text", 1.0, [domains.truth_draw_seed(4)])[0]
+    problem = make_mixed_linear_regression(3, 3, domains.VARIANCE_SAMPLES, 6, sigma=0.3, theta_star=centers, seed=seed)
     c, j = loss.details["model_cluster"], loss.details["data_cluster"]
     assert (c, j) == (0, 2)
     distance = loss.details["distance_to_data_center"]
@@ -217,7 +216,7 @@ def test_a36_search_finds_no_counterexample():
 
 def test_a36_with_halved_constants_is_falsified(monkeypatch):
     _with_domain(monkeypatch, "IFCA.A3-6", domains.variance_domain(0.5))
-    result = falsify_claim("IFCA.A3-6", seed=0, budget=None, max_evaluations=40)
+    result = falsify_claim("IFCA.A3-6", seed=0, budget=None, max_evaluations=20)
     assert result["outcome"] == "violated"
     assert result["confirmation"]["violated"] and result["confirmation"]["interval"][0] > 0
     example = result["counterexample"]

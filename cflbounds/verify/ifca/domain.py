@@ -44,7 +44,7 @@ from ...algorithms.squared_loss import SquaredLoss
 from ...bounds import ifca as bounds
 from ...bounds._report import Inequality
 from ...synthetic import make_mixed_linear_regression
-from ...synthetic.mixed_linear_regression import cluster_sizes, gradient_variance, loss_variance
+from ...synthetic.mixed_linear_regression import cluster_sizes, draw_ground_truth, gradient_variance, loss_variance
 from ...synthetic.seeding import spawn_seeds, stream
 from ..domain import Domain, Instance, Parameter
 
@@ -78,6 +78,9 @@ VARIANCE_PARAMETERS = [
               description="dimension (>= 3: the paper-text centers are k <= 7 distinct non-zero 0/1 directions)"),
     Parameter("sigma", 1e-3, 2.0, log=True, simple=0.1, description="noise standard deviation"),
     Parameter("R", 0.05, 1.0, log=True, simple=1.0, description="norm of every center, max ||theta*_j|| <~ 1"),
+    Parameter("truth", 0, 999, integer=True, simple=0,
+              description="which paper-text draw of the centers: the point fixes the problem (and theta), the "
+                          "seed only the data"),
     Parameter("model_cluster", 0.0, 1.0, simple=0.0,
               description="which center theta lies near: index floor(value k) (clipped to k - 1)"),
     Parameter("data_cluster", 0.0, 1.0, simple=0.0,
@@ -107,11 +110,18 @@ def _unit(vector: np.ndarray) -> np.ndarray:
     return vector / norm if norm > 0 else np.zeros_like(vector)
 
 
+def truth_draw_seed(index: int) -> int:
+    """The seed of the ``index``-th draw of the centers (a point's ``truth``)."""
+    return spawn_seeds(index, 1, 13)[0]
+
+
 def variance_instance(point: dict, seed: int, ctx, scale: float = 1.0) -> Instance:
     """Assumption 4 or 5 at one ``theta`` and one data cluster, by Monte Carlo.
 
-    The problem (``k`` machines, one per cluster, ``VARIANCE_SAMPLES`` points each) comes from
-    :func:`make_mixed_linear_regression` at ``seed``; ``theta = theta*_c + radius * r_6 * u`` with
+    The centers are the ``truth``-th paper-text draw (:func:`draw_ground_truth`), so the point
+    fixes the problem and ``theta``, and fresh seeds (confirmation) redraw only the data: ``k``
+    machines, one per cluster, ``VARIANCE_SAMPLES`` points each, from
+    :func:`make_mixed_linear_regression` at ``seed``. ``theta = theta*_c + radius * r_6 * u`` with
     ``r_6`` Assumption 6's radius and ``u`` leaning (``alignment``) away from the data cluster's
     center ``theta*_j``. Each point ``z`` of machine ``j`` gives one sample,
     ``(f(theta; z) - F^j(theta))^2`` (A4) or ``||grad f(theta; z) - grad F^j(theta)||^2`` (A5), with
@@ -122,13 +132,13 @@ def variance_instance(point: dict, seed: int, ctx, scale: float = 1.0) -> Instan
     cluster's data).
     """
     k, d, constant = int(point["k"]), int(point["d"]), int(point["constant"])
-    problem = make_mixed_linear_regression(k, k, VARIANCE_SAMPLES, d, sigma=float(point["sigma"]), truth=TRUTH,
-                                           scale=float(point["R"]), seed=seed, dtype="float64", device=ctx.device)
+    truth_seed = truth_draw_seed(int(point["truth"]))
+    centers = draw_ground_truth(k, d, TRUTH, float(point["R"]), [truth_seed])[0]
+    problem = make_mixed_linear_regression(k, k, VARIANCE_SAMPLES, d, sigma=float(point["sigma"]), theta_star=centers,
+                                           seed=seed, dtype="float64", device=ctx.device)
     c, j = _index(point["model_cluster"], k), _index(point["data_cluster"], k)
-    centers = problem.theta_star_exact[0]
     radius = float(_ball_radius(problem)[0])
-    rng = stream(seed, 9)  # the random part of theta's direction
-    random = _unit(rng.standard_normal(d))
+    random = _unit(stream(truth_seed, 9).standard_normal(d))  # the random part of theta's direction
     theta = centers[c] + point["radius"] * radius * _direction(_unit(centers[c] - centers[j]), random,
                                                                point["alignment"])
     distance = float(np.linalg.norm(theta - centers[j]))  # ||theta - theta*_j||: what Var f depends on
@@ -168,7 +178,7 @@ def variance_domain(scale: float = 1.0) -> Domain:
     return Domain(VARIANCE_PARAMETERS,
                   lambda points, seeds, ctx: [variance_instance(p, s, ctx, scale) for p, s in zip(points, seeds)],
                   rule="expectation", confirmation=20,
-                  note="mixed linear regression by k, d, sigma, R; theta anywhere in Assumption 6's ball around any "
+                  note="mixed linear regression by k, d, sigma, R and the draw of the centers; theta anywhere in Assumption 6's ball around any "
                        "center, data of any cluster; Monte Carlo Var f (A4) or gradient variance (A5) against the "
                        "toolkit's eta^2, v^2")
 
