@@ -78,6 +78,7 @@ def test_an_instance_is_the_same_alone_and_in_a_batch(domain, point, other):
     alone = domain.evaluate([point], [12], CTX)[0]
     assert batch[1].as_dict() == alone.as_dict()
     assert batch[1].samples == alone.samples and batch[1].exceedances == alone.exceedances
+    assert batch[1].margin == alone.margin
 
 
 def test_variance_instance_agrees_with_a_direct_computation_and_the_closed_forms():
@@ -192,9 +193,10 @@ def test_unit_floor_is_exceeded_where_the_hidden_factor_sigma_sqrt_pd_is_large()
     assert all(row["holds"] for row in unit.constraint_rows(point))
     instance = unit.evaluate([point], [5], CTX)[0]
     assert instance.admissible and instance.bound == pytest.approx(1 / 50)
-    assert instance.exceedances == instance.trials
+    assert instance.exceedances == instance.trials and instance.margin > 1
     full = domains.contraction_domain().evaluate([{**point, "delta": 0.5}], [5], CTX)[0]
     assert full.exceedances == 0 and full.details["largest_excess_over_floor"] < 0.1
+    assert 0 < full.margin < 1  # the search's slope on the plateau where no trial exceeds
 
 
 def test_contraction_constraints_state_assumption_6():

@@ -291,7 +291,9 @@ def contraction_instance(point: dict, seed: int, ctx, floor: str = "theorem2", c
     lambda/(8L)`` (:func:`~cflbounds.bounds.ifca.theorem2_contraction`), the floor from
     :data:`FLOORS` with ``eta^2, v^2 = problem.variance_bounds(r_6)`` (the sup over the ball,
     every cluster's data). ``bound``: the allowed probability (:func:`_allowed`), ``measured``:
-    the frequency.
+    the frequency; ``margin``: the largest ``||theta_j^+ - theta*_j||`` over the right side, over
+    trials and j (above 1 exactly when a trial exceeds), which the search follows on the
+    plateau where no trial exceeds.
     """
     k, m, n_prime, d = (int(point[name]) for name in ("k", "m", "n_prime", "d"))
     trials, sizes = _trials(point), _sizes(point)
@@ -319,12 +321,14 @@ def contraction_instance(point: dict, seed: int, ctx, floor: str = "theorem2", c
                              max_center_norm=float(problem.max_center_norm[0]))
     factor = bounds.theorem2_contraction(p, lam, smooth)
     allowance = c * FLOORS[floor](result, p, lam, smooth)
+    threshold = factor * before + allowance  # (trials, k): the right side for each model
     worst = ((after - factor * before) / allowance).max(axis=1)  # > 1: the step leaves the bound
     exceedances = int(np.sum((worst > 1.0) | ~np.isfinite(worst)))
+    margin = float(np.nanmax(after / threshold))  # > 1 exactly when some trial exceeds: the search's slope
     with np.errstate(divide="ignore", invalid="ignore"):
         step_factor = (after / before).max(axis=1)
     return Instance(exceedances / trials, _allowed(point), [a.as_dict() for a in result.assumptions],
-                    exceedances=exceedances, trials=trials,
+                    exceedances=exceedances, trials=trials, margin=margin,
                     details={"floor": floor, "floor_value": float(allowance), "contraction_factor": float(factor),
                              "p": p, "ball_radius": radius, "eta2": float(eta2[0]), "v2": float(v2[0]),
                              "largest_excess_over_floor": float(np.nanmax(worst)),
