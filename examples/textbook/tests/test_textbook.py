@@ -40,3 +40,15 @@ def test_gd_bound_is_exact_along_an_eigenvector():
 def test_invalid_constants_are_named(kwargs, name):
     with pytest.raises(InvalidParameterError, match=f"'{name}'"):
         gd_bound(**{"mu": 1.0, "L": 3.0, "eta": 0.5, "T": 2, **kwargs})
+
+
+def test_the_falsify_instance_is_exact_where_distances_underflow_a_naive_norm():
+    """At eta mu near 1 and T = 98 the distance is 9e-160: sqrt(sum of squares) would go through
+    subnormals (a relative 6e-6, which falsify once took for a violation); the instance stays
+    within 1e-11 of the tight bound (the start lies along the slowest direction)."""
+    from cflbounds_textbook.gradient_descent import _instance, gd_bound
+
+    point = {"L": 1.0, "mu_over_L": 0.99, "eta_fraction": 0.9811028771079892, "T": 98, "d": 9, "alignment": 1.0}
+    for seed in range(5):
+        instance = _instance(point, seed, gd_bound)
+        assert instance.bound < 1e-150 and abs(instance.ratio - 1) < 1e-11
