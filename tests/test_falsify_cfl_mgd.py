@@ -9,7 +9,6 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-import torch
 from scipy import stats
 
 from cflbounds.algorithms import ifca
@@ -32,14 +31,6 @@ L1_POINT = {"family": 0, "d": 4, "delta": 1.0, "L": 1.0, "mu_over_L": 1.0, "nois
 # grows in the third step (t = 2) by more than rho0 ~ l/4 (module docstring of the domains)
 L2_POINT = {"family": 1, "d": 2, "delta": DELTA_MAX, "L": 1.0, "mu_over_L": 1.0, "noise": 1e-4,
             "clients_per_cluster": 16, "n_prime": 4, "beta": 0.9, "step": 2}
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def test_which_claims_declare_a_domain():

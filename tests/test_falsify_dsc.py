@@ -12,7 +12,6 @@ import math
 
 import numpy as np
 import pytest
-import torch
 
 from cflbounds.bounds import dsc as bounds
 from cflbounds.falsify import falsify_claim
@@ -32,14 +31,6 @@ IDENTICAL = {"clients": 4, "d": 3, "labels": 1, "L": 2.0, "mu_over_L": 1.0, "ste
 T1_COUNTEREXAMPLE = {"clients": 2, "d": 2, "labels": 1, "L": 1.0, "mu_over_L": 0.1, "step_fraction": 0.5,
                      "noise_scale": 0.01, "T": 1}
 E14_COUNTEREXAMPLE = {"clients": 3, "d": 2, "labels": 1, "L": 1.0, "mu_over_L": 0.1, "step_fraction": 0.5, "T": 20}
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def test_claims_declare_their_domains():

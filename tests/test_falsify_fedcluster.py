@@ -12,7 +12,6 @@ import math
 
 import numpy as np
 import pytest
-import torch
 
 from cflbounds.bounds import fedcluster as bounds
 from cflbounds.falsify import falsify_claim
@@ -34,14 +33,6 @@ T1_COUNTEREXAMPLE = {"devices": 10, "clusters": 2, "extra_dimensions": 7, "mass_
                      "L": 0.17545183127816175, "mu_over_L": 0.8729870076510575, "spread": 0.006038265856381317,
                      "noise": 0.026568985428948415, "start_distance": 10.331827629777004, "warmup": 17, "E": 1,
                      "T": 278}
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def test_claims_declare_their_domains():
