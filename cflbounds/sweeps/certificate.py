@@ -8,7 +8,7 @@ certificate, for gradient averaging on the squared loss with full participation:
 1. While the partition S_1..S_k stays fixed, cluster j follows gradient descent on a
    quadratic, ``theta <- theta - gamma (H_j theta - b_j)`` with
    ``H_j = (s/m) sum_{i in S_j} X_i^T X_i`` (``s`` the loss convention's gradient factor).
-   With ``0 < gamma lambda(H_j) <= 2`` its iterates stay in the ball ``B_j`` around the
+   With ``0 < gamma lambda(H_j) < 2`` its iterates stay in the ball ``B_j`` around the
    fixed point ``H_j^{-1} b_j`` of radius ``r_j = ||theta_j - fixed point||`` and the
    radius shrinks by ``q_j = max |1 - gamma lambda(H_j)|`` per step. A cluster nobody
    chooses does not move (radius 0).
@@ -19,8 +19,10 @@ certificate, for gradient averaging on the squared loss with full participation:
    fixed points' distance; if that interval is below (above) the threshold by a margin
    that covers float32 rounding, the run certainly succeeds (fails).
 
-The certificate is exact arithmetic on float64 copies of the data; the margin absorbs
-the rounding of the float32 iterations (the benchmark checks outcomes against a full run).
+The fixed points, their errors and the eigenvalue bounds are certified for the exact
+float64 copy of the data (:mod:`cflbounds.sweeps.cluster_quadratics`: Cholesky inertia tests,
+every float64 rounding bounded); the margin absorbs the rounding of the float32 iterations
+(the benchmark and tests/test_certificate.py check outcomes against full runs).
 """
 from __future__ import annotations
 
@@ -28,6 +30,8 @@ import itertools
 
 import numpy as np
 import torch
+
+from .cluster_quadratics import ClusterQuadratics
 
 __all__ = ["FinalDistanceCertificate"]
 
@@ -53,31 +57,26 @@ class FinalDistanceCertificate:
         self.outcomes: dict[tuple[int, int], tuple] = {}
         self._previous: dict[tuple[int, int], tuple[bytes, int]] = {}  # run -> (partition, looks held)
         self._next_try: dict[tuple[int, int], tuple[int, int]] = {}  # run -> (iteration, wait) back-off
-        self._data: dict[int, tuple] = {}  # problem -> float64 (features, responses)
-        self._fixed: dict = {}  # (problem, machines mask) -> (fixed point, lambda_min, lambda_max, residual norms)
-        self._spectral: dict[int, np.ndarray] = {}  # problem -> ||X_i||_2 per machine
+        self._quadratics: dict[int, ClusterQuadratics] = {}  # problem -> its machine sets' quadratics
 
-    # -- per-problem quantities, computed once and cached -------------------------------------
-    def _float64_data(self, problem, view, row):
-        if problem not in self._data:
-            self._data[problem] = (view.features[row].double(), view.responses[row].double())
-        return self._data[problem]
-
-    def _spectral_norms(self, problem, features) -> np.ndarray:
-        if problem not in self._spectral:
-            x = features
-            gram = torch.matmul(x, x.transpose(-1, -2))  # (m, n, n): cheaper than (m, d, d) when n < d
-            self._spectral[problem] = torch.linalg.eigvalsh(gram)[:, -1].clamp(min=0).sqrt().cpu().numpy()
-        return self._spectral[problem]
+    def _problem(self, problem, view, row) -> ClusterQuadratics:
+        """The problem's quadratics, on a float64 copy of its data (made once)."""
+        if problem not in self._quadratics:
+            features = view.features[row]
+            self._quadratics[problem] = ClusterQuadratics(
+                features.double(), view.responses[row].double(), self.membership,
+                self.gradient_factor / features.shape[0])
+        return self._quadratics[problem]
 
     def _worth_a_look(self, problem, partition, looks, shared) -> bool:
         """Whether a certificate is worth its cost for a run whose partition has held for
-        ``looks`` looks. Known partitions cost nothing; a new one costs a d x d Gram matrix
-        and its eigenvalues (at paper size about what a run's remaining iterations cost), so
+        ``looks`` looks. Known partitions cost nothing; a new one costs Cholesky factorisations
+        of its d x d Hessians (and, first on a problem, the true clusters' Gram matrices), so
         it is computed once it has held for two looks and either is shared by several runs
         of the trial (as the collapsed partition is) or is within 5% of the true partition
         up to relabelling (the only kind that can end below the threshold)."""
-        known = all((problem, (partition == j).tobytes()) in self._fixed for j in np.unique(partition))
+        quadratics = self._quadratics.get(problem)
+        known = quadratics is not None and all(quadratics.known(partition == j) for j in np.unique(partition))
         if known:
             return looks >= 1
         if looks < 2:
@@ -89,28 +88,6 @@ class FinalDistanceCertificate:
         k = int(max(partition.max(), self.membership.max())) + 1
         return min(int(np.sum(partition != np.asarray(labels)[self.membership]))
                    for labels in itertools.permutations(range(k), int(self.membership.max()) + 1))
-
-    def _fixed_point(self, problem, mask, features, responses):
-        key = (problem, mask.tobytes())
-        if key not in self._fixed:
-            index = torch.as_tensor(np.flatnonzero(mask), device=features.device)
-            x = features.index_select(0, index).reshape(-1, features.shape[-1])
-            y = responses.index_select(0, index).reshape(-1)
-            scale = self.gradient_factor / features.shape[0]
-            hessian, offset = scale * (x.T @ x), scale * (x.T @ y)
-            eigenvalues = torch.linalg.eigvalsh(hessian)
-            fixed = None
-            if eigenvalues[0] > 1e-12 * eigenvalues[-1]:
-                fixed = torch.linalg.solve(hessian, offset)
-            self._fixed[key] = (fixed, float(eigenvalues[0]), float(eigenvalues[-1]),
-                                None if fixed is None else self._residual_norms(features, responses, fixed))
-        return self._fixed[key]
-
-    @staticmethod
-    def _residual_norms(features, responses, model) -> np.ndarray:
-        """``||X_i model - y_i||`` for every machine, float64."""
-        residual = torch.matmul(features, model) - responses
-        return residual.norm(dim=-1).cpu().numpy()
 
     # -- the monitor ----------------------------------------------------------------------------
     def __call__(self, view) -> np.ndarray:
@@ -153,34 +130,40 @@ class FinalDistanceCertificate:
         return retire
 
     def _final_distance_bounds(self, view, row, slot, problem, partition, step, remaining):
-        features, responses = self._float64_data(problem, view, row)
+        quadratics = self._problem(problem, view, row)
         models = view.models[row, slot].double()
         k = models.shape[0]
-        centers, radii, contraction, norms = [], [], [], []
+        centers, radii, errors, contraction, norms = [], [], [], [], []
         for j in range(k):
             mask = partition == j
             if not mask.any():  # nobody chose model j: it stays where it is
                 centers.append(models[j])
                 radii.append(0.0)
+                errors.append(0.0)
                 contraction.append(1.0)
-                norms.append(self._residual_norms(features, responses, models[j]))
+                norms.append(quadratics.residual_norms(models[j]))
                 continue
-            fixed, low, high, residual_norms = self._fixed_point(problem, mask, features, responses)
-            if fixed is None or step * high > 2.0 * (1 - 1e-9):
-                return None  # singular or expansive: no certificate
-            centers.append(fixed)
-            radii.append(float((models[j] - fixed).norm()))
-            contraction.append(max(abs(1 - step * low), abs(1 - step * high)))
-            norms.append(residual_norms)
-        spectral = self._spectral_norms(problem, features)
-        radii = np.array(radii)
+            factor = quadratics.contraction(mask, step)
+            if factor is None:
+                return None  # not certified positive definite, or not a contraction: no certificate
+            quadratic = quadratics.quadratic(mask)
+            centers.append(quadratic.fixed)
+            # the iterates stay within ||theta_j - x*|| <= radius of the exact fixed point x*, which is
+            # within the error of the computed one
+            radii.append(float((models[j] - quadratic.fixed).norm()) + quadratic.fixed_error)
+            errors.append(quadratic.fixed_error)
+            contraction.append(factor)
+            norms.append(quadratic.residual_norms)
+        spectral = quadratics.spectral_norms()
+        radii, errors = np.array(radii), np.array(errors)
+        reach = radii + errors  # every iterate lies within this of the computed fixed point
         norms = np.stack(norms, axis=1)  # (m, k): ||X_i c_j - y_i||
-        worst_own = norms[np.arange(len(partition)), partition] + spectral * radii[partition]
-        best_other = np.clip(norms - spectral[:, None] * radii[None, :], 0, None)
+        worst_own = norms[np.arange(len(partition)), partition] + spectral * reach[partition]
+        best_other = np.clip(norms - spectral[:, None] * reach[None, :], 0, None)
         best_other[np.arange(len(partition)), partition] = np.inf
         if not np.all(worst_own * (1 + 1e-6) < best_other.min(axis=1)):
             return None  # some machine could switch models: the partition is not certain
-        final_radius = np.array(contraction) ** remaining * radii
+        final_radius = np.array(contraction) ** remaining * radii + errors
         distances = torch.cdist(torch.stack(centers)[None], torch.as_tensor(self.theta_star[problem])[None].to(
             models.device))[0].cpu().numpy()  # (k, k*)
         center_distance = _score(distances, self.metric)

@@ -106,8 +106,10 @@ def cell_memory(cell: dict, device: str = "cpu") -> dict[str, tuple[int, str]]:
     then cast (``B (m n d + m n) s``); the run then holds the data (twice when ``B > 1``: a
     batch that loses a problem is compacted into a copy), each iteration's four ``B m n R k``
     tensors (predictions, residuals, squares, masked) and the models, and the early-exit
-    certificate's float64 copy of the data, three ``d x d`` matrices (product, eigenvalue
-    workspace, solve), one cluster's float64 data and the ``m n x n`` Gram matrices; the larger
+    certificate's float64 copy of the data, the true clusters' ``k`` Gram matrices and six
+    ``d x d`` work matrices (an assembled Hessian, its triangle copies, a shifted copy, a Cholesky
+    factor, an identity), one cluster's float64 data, the ``m n x n`` Gram matrices and the
+    machines' ``m x d`` offsets; the larger
     of the two phases counts. The previous batch's data, certificate and trace live on while the
     next batch is drawn. On the host: the trace's ``(B, R, T+1, k, k)`` float64 distances and
     every trial's rows, held three times while a cell is stored (frames, their concatenation,
@@ -123,7 +125,8 @@ def cell_memory(cell: dict, device: str = "cpu") -> dict[str, tuple[int, str]]:
     run = {"data (--m, --n, --d)": (data * s * (2 if B > 1 else 1), place),
            "iteration tensors (--m, --n, --restarts)": (4 * B * m * n * R * k * s + 4 * B * R * k * d * s, place)}
     if cell["early_exit"]:
-        run["early-exit certificate (--d, --m, --n)"] = (copy + (3 * d * d + m * n * d + 2 * m * n * n) * 8, place)
+        run["early-exit certificate (--d, --m, --n)"] = (
+            copy + ((k + 6) * d * d + m * n * d + 2 * m * n * n + m * d) * 8, place)
     generation = {"data (--m, --n, --d)": (data * s, place),
                   "float64 draw of one problem (--m, --n, --d)": ((m * n * d + 2 * m * n) * 8, "host")}
     parts = max(run, generation, key=lambda phase: sum(size for size, _ in phase.values()))

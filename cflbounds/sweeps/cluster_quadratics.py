@@ -1,0 +1,191 @@
+"""The quadratic a cluster of machines descends while the partition holds, with certified constants.
+
+Under gradient averaging on the squared loss with full participation (IFCA Alg. 1 line 13,
+the Fig. 2 protocol), the models chosen by a machine set ``S`` follow gradient descent on
+``theta -> theta^T H theta / 2 - b^T theta`` with ``H = c sum_{i in S} X_i^T X_i`` and
+``b = c sum_{i in S} X_i^T y_i`` (``c`` the loss convention's gradient factor over ``m``).
+:class:`ClusterQuadratics` gives, per machine set of one problem, what the early-exit
+certificate (:mod:`cflbounds.sweeps.certificate`) needs: the fixed point ``H^{-1} b`` with a
+certified bound on its error, certified bounds on ``H``'s extreme eigenvalues
+(:mod:`cflbounds.sweeps.spectral_bounds`), and each machine's residual at the fixed point;
+and certified upper bounds on every ``||X_i||_2``.
+
+Cost. ``H`` is assembled from the true clusters' Gram matrices, each computed once per
+problem: the part of ``S`` inside true cluster ``C`` is ``G_C`` minus the Gram of ``C``'s
+machines outside ``S`` when those are the fewer, else the Gram of those inside. A partition
+near the true one (the only kind that can end below the threshold) then costs the Grams of
+the few machines that moved, and the collapsed partition a sum of blocks. Eigenvalues are
+bounded by Cholesky tests, not computed (a tenth of ``eigvalsh``).
+
+Rounding. All of it is float64 arithmetic on the float64 copy of the data; every bound
+includes the rounding of the float64 work (``gamma`` terms below), so the bounds hold for the
+exact ``H`` and ``b`` of that data.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+import torch
+
+from .spectral_bounds import gamma, gershgorin_upper, lower_bound, rayleigh_quotient, upper_bound
+
+__all__ = ["ClusterQuadratic", "ClusterQuadratics"]
+
+_GRAM_BLOCKS = 3
+
+
+@dataclass(frozen=True)
+class ClusterQuadratic:
+    """One machine set's quadratic: ``fixed`` point (float64 ``(d,)``) within ``fixed_error``
+    of the exact one, eigenvalues of ``H`` in ``[lower, upper]`` (``lower > 0``; ``upper`` is
+    Gershgorin's bound unless ``tight``), and ``residual_norms[i] = ||X_i fixed - y_i||`` for
+    every machine of the problem."""
+
+    fixed: torch.Tensor
+    fixed_error: float
+    lower: float
+    upper: float
+    residual_norms: np.ndarray
+    tight: bool = False
+
+    def contraction(self, step: float) -> float:
+        """``max |1 - step lambda|`` over ``[lower, upper]``: the factor by which gradient descent
+        with this step shrinks the distance to the fixed point (not a contraction if >= 1)."""
+        return max(abs(1 - step * self.lower), abs(1 - step * self.upper))
+
+
+class ClusterQuadratics:
+    """The quadratics of machine sets of one problem (module docstring).
+
+    ``features`` ``(m, n, d)`` and ``responses`` ``(m, n)`` float64, ``membership`` the true
+    cluster of each machine, ``scale`` the factor ``c`` of ``H`` and ``b``.
+    """
+
+    def __init__(self, features: torch.Tensor, responses: torch.Tensor, membership, scale: float):
+        self.features, self.responses, self.scale = features, responses, scale
+        self.membership = np.asarray(membership)
+        m, n, d = features.shape
+        self._traces = (features * features).sum((1, 2)).cpu().numpy()  # trace(X_i^T X_i) = ||X_i||_F^2
+        self._offsets = torch.einsum("mnd,mn->md", features, responses)  # X_i^T y_i
+        self._response_norms = responses.norm(dim=-1).cpu().numpy()
+        self._blocks: dict[int, torch.Tensor] = {}  # true cluster -> its Gram matrix
+        self._quadratics: dict[bytes, ClusterQuadratic | None] = {}
+        self._spectral: np.ndarray | None = None
+        self._residuals: dict[bytes, np.ndarray] = {}  # a model nobody chose stays put: its residuals are reused
+        # a Gram entry sums at most m n products, and H is at most 2k sums and differences of Grams
+        self._gram_rounding = gamma(m * n + 2 * (int(self.membership.max()) + 1) + 2)
+
+    def _gram(self, machines: np.ndarray) -> torch.Tensor:
+        """``X_S^T X_S`` of the machines: the lower triangle in three column blocks, mirrored
+        (0.7x the time of the full product at paper size; every entry is still one inner
+        product of the ``|S| n`` points)."""
+        index = torch.as_tensor(machines, device=self.features.device)
+        x = self.features.index_select(0, index).reshape(-1, self.features.shape[-1])
+        d = x.shape[1]
+        gram = torch.empty(d, d, dtype=x.dtype, device=x.device)
+        edges = [round(i * d / _GRAM_BLOCKS) for i in range(_GRAM_BLOCKS + 1)]
+        for start, stop in zip(edges[:-1], edges[1:]):
+            gram[start:stop, :stop] = x[:, start:stop].T @ x[:, :stop]
+        return gram.tril() + gram.tril(-1).T
+
+    def _block(self, cluster: int) -> torch.Tensor:
+        if cluster not in self._blocks:
+            self._blocks[cluster] = self._gram(np.flatnonzero(self.membership == cluster))
+        return self._blocks[cluster]
+
+    def _assemble(self, mask: np.ndarray) -> tuple[torch.Tensor, float]:
+        """``sum_{i in mask} X_i^T X_i`` and the trace of every Gram added or subtracted."""
+        total, involved = None, 0.0
+        for cluster in np.unique(self.membership):
+            members = self.membership == cluster
+            inside, outside = np.flatnonzero(members & mask), np.flatnonzero(members & ~mask)
+            if inside.size == 0:
+                continue
+            if outside.size < inside.size:
+                part = self._block(cluster)
+                involved += float(self._traces[members].sum())
+                if outside.size:
+                    part = part - self._gram(outside)
+                    involved += float(self._traces[outside].sum())
+            else:
+                part = self._gram(inside)
+                involved += float(self._traces[inside].sum())
+            total = part if total is None else total + part
+        return total, involved
+
+    def quadratic(self, mask: np.ndarray) -> ClusterQuadratic | None:
+        """The quadratic of the machines in boolean ``mask``; None when ``H`` is not certified
+        positive definite (fewer points than dimensions, or numerically singular)."""
+        key = mask.tobytes()
+        if key not in self._quadratics:
+            self._quadratics[key] = self._solve(mask)
+        return self._quadratics[key]
+
+    def known(self, mask: np.ndarray) -> bool:
+        """Whether the quadratic of ``mask`` was already computed (it then costs nothing)."""
+        return mask.tobytes() in self._quadratics
+
+    def contraction(self, mask: np.ndarray, step: float) -> float | None:
+        """:meth:`ClusterQuadratic.contraction` of ``mask``'s quadratic at ``step``, with a tight
+        upper eigenvalue bound computed only if Gershgorin's would decide it; None when there
+        is no quadratic or no contraction."""
+        quadratic = self.quadratic(mask)
+        if quadratic is None:
+            return None
+        if step * quadratic.upper > 2 - step * quadratic.lower and not quadratic.tight:
+            hessian, error, _ = self._hessian(mask)
+            estimate = rayleigh_quotient(hessian)
+            # a Rayleigh quotient is below lambda_max: at or past 2 / step, no bound can help
+            floor = float(estimate - error) * (1 - gamma(hessian.shape[0] + 2))
+            upper = floor if step * floor >= 2 else float(upper_bound(hessian, error, estimate))
+            quadratic = replace(quadratic, upper=min(quadratic.upper, upper), tight=True)
+            self._quadratics[mask.tobytes()] = quadratic
+        factor = quadratic.contraction(step)
+        return factor if factor < 1 else None
+
+    def _hessian(self, mask: np.ndarray) -> tuple[torch.Tensor, float, float]:
+        """``H`` of the machines in ``mask``, a bound on its rounding error (``||fl(G) - G||_2 <=
+        gamma ||(|X|^T |X|)||_2 <= gamma`` times the sum of the traces of the Grams involved, as
+        ``||G||_2 <= trace G`` for PSD ``G``; doubled for the traces' own rounding and the
+        scaling), and that sum of traces."""
+        gram, involved = self._assemble(mask)
+        return self.scale * gram, 2 * self.scale * self._gram_rounding * involved, involved
+
+    def _solve(self, mask: np.ndarray) -> ClusterQuadratic | None:
+        hessian, error, involved = self._hessian(mask)
+        lower, factor = lower_bound(hessian, error)
+        lower = float(lower)
+        if not lower > 0:
+            return None
+        offset = self.scale * self._offsets[torch.as_tensor(mask, device=self.features.device)].sum(0)
+        fixed = torch.cholesky_solve(offset[:, None], factor)[:, 0]
+        # ||x - x*|| <= ||H_exact x - b_exact|| / lambda_min: the computed residual, plus the rounding of
+        # H (error), of the mat-vec and subtraction (|H| |x| + |b|), and of b (|X|^T |y| over m n terms)
+        d = hessian.shape[0]
+        norm = float(fixed.norm())
+        residual = float((hessian @ fixed - offset).norm())
+        residual += error * norm + 2 * gamma(d + 2) * (float(hessian.diagonal().sum()) * norm + float(offset.norm()))
+        residual += 2 * self.scale * self._gram_rounding * np.sqrt(involved) * float(
+            np.linalg.norm(self._response_norms[mask]))
+        return ClusterQuadratic(fixed, residual / lower, lower, float(gershgorin_upper(hessian, error)),
+                                self.residual_norms(fixed))
+
+    def residual_norms(self, model: torch.Tensor) -> np.ndarray:
+        """``||X_i model - y_i||`` for every machine (remembered per model: a model nobody
+        chooses does not move, and is looked at again)."""
+        key = model.cpu().numpy().tobytes()
+        if key not in self._residuals:
+            self._residuals[key] = (torch.matmul(self.features, model) - self.responses).norm(dim=-1).cpu().numpy()
+        return self._residuals[key]
+
+    def spectral_norms(self) -> np.ndarray:
+        """Certified upper bounds on ``||X_i||_2`` for every machine (the smaller Gram side)."""
+        if self._spectral is None:
+            x = self.features
+            m, n, d = x.shape
+            gram = torch.matmul(x, x.transpose(-1, -2)) if n <= d else torch.matmul(x.transpose(-1, -2), x)
+            error = torch.as_tensor(2 * gamma(max(n, d) + 2) * self._traces, device=x.device)
+            upper = upper_bound(gram, error)
+            self._spectral = upper.clamp(min=0).sqrt().cpu().numpy()
+        return self._spectral

@@ -1,0 +1,135 @@
+"""Certified eigenvalue bounds (cflbounds.sweeps.spectral_bounds) and the cluster quadratics
+built on them (cflbounds.sweeps.cluster_quadratics), against numpy's eigvalsh and lstsq.
+
+A bound must hold whatever its estimate was: planted wrong estimates (far inside the
+spectrum) must give a looser bound, never a wrong one.
+"""
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cflbounds.sweeps import spectral_bounds
+from cflbounds.sweeps.cluster_quadratics import ClusterQuadratics
+from cflbounds.sweeps.spectral_bounds import gershgorin_upper, lower_bound, rayleigh_quotient, upper_bound
+
+
+def gram(seed: int, rows: int, p: int, batch=()) -> torch.Tensor:
+    x = torch.as_tensor(np.random.default_rng(seed).standard_normal((*batch, rows, p)))
+    return x.transpose(-1, -2) @ x
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), p=st.integers(1, 40), extra=st.integers(0, 60))
+def test_bounds_contain_the_spectrum(seed, p, extra):
+    """On Gram matrices of every conditioning (rows from p to p + 60; square ones are badly
+    conditioned), lower <= lambda_min and lambda_max <= upper <= Gershgorin."""
+    matrix = gram(seed, p + extra, p)
+    exact = np.linalg.eigvalsh(matrix.numpy())
+    lower, factor = lower_bound(matrix)
+    upper = upper_bound(matrix)
+    assert float(lower) <= exact[0]
+    assert exact[-1] <= float(upper) <= float(gershgorin_upper(matrix))
+    assert float(rayleigh_quotient(matrix)) <= exact[-1] * (1 + 1e-12)
+    torch.testing.assert_close(factor @ factor.T, matrix)
+
+
+def test_bounds_are_tight_on_well_conditioned_matrices():
+    """Rows = 5 p (the Fig. 2 clusters' shape): both bounds within 30 % of the exact extremes,
+    so a contraction factor built on them is close to the true one."""
+    matrix = gram(0, 500, 100)
+    exact = np.linalg.eigvalsh(matrix.numpy())
+    assert 0.7 * exact[0] <= float(lower_bound(matrix)[0]) <= exact[0]
+    assert exact[-1] <= float(upper_bound(matrix)) <= 1.3 * exact[-1]
+
+
+def test_batched_bounds_match_one_at_a_time():
+    batch = gram(1, 30, 8, batch=(5,))
+    lower, upper = lower_bound(batch)[0], upper_bound(batch)
+    for i in range(5):
+        assert float(lower[i]) == pytest.approx(float(lower_bound(batch[i])[0]), rel=1e-12)
+        assert float(upper[i]) == pytest.approx(float(upper_bound(batch[i])), rel=1e-12)
+
+
+def test_wrong_estimates_give_looser_bounds_never_wrong_ones(monkeypatch):
+    """Planted: estimates far inside the spectrum (10x the smallest, a tenth of the largest).
+    The tests at those shifts fail, the bounds fall back further out and still hold."""
+    matrix = gram(2, 200, 50)
+    exact = np.linalg.eigvalsh(matrix.numpy())
+    monkeypatch.setattr(spectral_bounds, "_smallest_estimate", lambda factor: torch.tensor(10 * exact[0]))
+    lower, _ = lower_bound(matrix)
+    assert float(lower) <= exact[0]
+    upper = upper_bound(matrix, estimate=torch.tensor(exact[-1] / 10))
+    assert float(upper) >= exact[-1]
+
+
+def test_singular_and_indefinite_matrices_have_no_lower_bound():
+    singular = gram(3, 5, 10)  # rank 5 of 10
+    assert float(lower_bound(singular)[0]) == -np.inf
+    indefinite = torch.diag(torch.tensor([1.0, -1.0], dtype=torch.float64))
+    assert float(lower_bound(indefinite)[0]) == -np.inf
+    assert float(upper_bound(indefinite)) >= 1.0
+
+
+def test_error_widens_both_bounds():
+    matrix = gram(4, 40, 10)
+    assert float(lower_bound(matrix, 0.5)[0]) == pytest.approx(float(lower_bound(matrix)[0]) - 0.5)
+    assert float(upper_bound(matrix, 0.5)) == pytest.approx(float(upper_bound(matrix)) + 0.5)
+
+
+# -- the cluster quadratics ---------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def problem():
+    """12 machines of 6 points in d = 8, two true clusters (interleaved), float64."""
+    rng = np.random.default_rng(5)
+    m, n, d = 12, 6, 8
+    membership = np.arange(m) % 2
+    x = rng.standard_normal((m, n, d))
+    y = rng.standard_normal((m, n))
+    scale = 2.0 / n / m
+    return ClusterQuadratics(torch.as_tensor(x), torch.as_tensor(y), membership, scale), x, y, scale
+
+
+MASKS = {
+    "true cluster": np.arange(12) % 2 == 0,
+    "all machines (collapsed)": np.ones(12, bool),
+    "true cluster with one moved": np.isin(np.arange(12), [0, 2, 4, 6, 8, 10, 3]),
+    "true cluster with one missing": np.isin(np.arange(12), [0, 2, 4, 6, 8]),
+    "a mixed set": np.isin(np.arange(12), [0, 1, 2, 5, 7, 11]),
+}
+
+
+@pytest.mark.parametrize("name", MASKS)
+def test_quadratic_agrees_with_a_direct_least_squares_solution(problem, name):
+    """The Hessian assembled from blocks and differences has the same spectrum as the direct
+    Gram of the machines; the fixed point is the least-squares solution within its error."""
+    quadratics, x, y, scale = problem
+    mask = MASKS[name]
+    rows, targets = x[mask].reshape(-1, x.shape[-1]), y[mask].reshape(-1)
+    hessian = scale * rows.T @ rows
+    exact = np.linalg.eigvalsh(hessian)
+    quadratic = quadratics.quadratic(mask)
+    assert quadratic.lower <= exact[0] and exact[-1] <= quadratic.upper
+    solution = np.linalg.lstsq(rows, targets, rcond=None)[0]
+    assert np.linalg.norm(quadratic.fixed.numpy() - solution) <= quadratic.fixed_error + 1e-12
+    np.testing.assert_allclose(quadratic.residual_norms, np.linalg.norm(x @ quadratic.fixed.numpy() - y, axis=-1))
+    for step in (0.5 / exact[-1], 1.0 / exact[-1], 1.5 / exact[-1], 1.95 / exact[-1]):
+        factor = quadratics.contraction(mask, step)
+        if step <= 1.0 / exact[-1]:  # the upper bound's looseness cannot matter yet
+            assert factor is not None
+        # near 2 / lambda_max a loose upper bound may refuse, but never claim a smaller factor
+        assert factor is None or factor >= max(abs(1 - step * exact[0]), abs(1 - step * exact[-1]))
+    assert quadratics.contraction(mask, 2.0 / exact[-1]) is None  # not a contraction at 2 / lambda_max
+
+
+def test_too_few_points_give_no_quadratic(problem):
+    quadratics = problem[0]
+    assert quadratics.quadratic(np.isin(np.arange(12), [0])) is None  # 6 points in d = 8: singular
+
+
+def test_spectral_norms_are_upper_bounds(problem):
+    quadratics, x, _, _ = problem
+    exact = np.linalg.norm(x, ord=2, axis=(1, 2))
+    bounds = quadratics.spectral_norms()
+    assert np.all(bounds >= exact) and np.all(bounds <= 1.3 * exact)
