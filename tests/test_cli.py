@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+import cflbounds
 import cflbounds.verify.ifca.theory as ifca_checks
 from cflbounds.bounds import ifca as bounds
 from cflbounds.cli import main
@@ -682,6 +683,13 @@ def test_sweep_resume_may_add_other_cells_of_the_same_sweep(capsys, tmp_path):
     manifest = json.loads((out / "sweep.json").read_text())
     assert [s["overrides"]["sigma"] for s in manifest["selections"]] == [[0.1], [0.1, 0.2]]
     assert manifest["settings"]["seed"] == 0 and manifest["settings"]["trials"] == 3
+    # provenance: one record per run that touched the store, each finished, with what made it
+    first, second = manifest["runs"]
+    assert (first["cells_to_compute"], second["cells_to_compute"], second["cells_kept"]) == (1, 1, 1)
+    for record in (first, second):
+        assert record["finished"] >= record["started"] and record["seconds"] >= 0
+        assert record["cflbounds"] == cflbounds.__version__ and "torch" in record["dependencies"]
+        assert record["device"] == "cpu" and record["executor"] == "local" and "revision" in record
 
 
 @pytest.mark.parametrize("argv", [["sweep", "ifca-fig2", "--seed=--"], ["sweep", "ifca-fig2", "--m=--"],

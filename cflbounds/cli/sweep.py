@@ -77,6 +77,7 @@ def run(args) -> int:
     from ..sweeps.grid import cell_key
     from ..sweeps.ifca_fig2 import PROTOCOL, check_memory, fig2_cells, run_fig2_cell
     from ..sweeps.store import ResultStore
+    from ..verify.record import now, provenance
 
     device = str(resolve_device(args.device))
     overrides = _overrides(args)
@@ -94,10 +95,19 @@ def run(args) -> int:
     manifest = store.read_manifest() or {}
     selection = {"panels": sorted({c["panel"] for c in cells}), "variants": args.variant, "overrides": overrides}
     selections = [s for s in manifest.get("selections", []) if s != selection] + [selection]
-    store.write_manifest({"name": args.name, "settings": settings, "selections": selections})
+    runs = manifest.get("runs", [])
+    runs.append(provenance(sys.argv, device=device, executor=args.executor, cells_to_compute=len(pending),
+                           cells_kept=len(cells) - len(pending)))
+
+    def record(**update):  # the manifest says which runs made the store, and when
+        runs[-1].update(update)
+        store.write_manifest({"name": args.name, "settings": settings, "selections": selections, "runs": runs})
+
+    record()
     print(_plan(cells, pending, device), file=sys.stderr)
     compute = functools.partial(run_fig2_cell, device=device)
     summary = run_cells(cells, compute, store, executor=args.executor)
+    record(finished=now(), seconds=round(summary["seconds"], 1))
     paths = write_sweep_outputs(store, cells)
     print(f"{summary['computed']} cells computed, {summary['skipped']} skipped (already stored), "
           f"{summary['runs']} runs in {summary['seconds']:.1f} s")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import platform
 import re
+import subprocess
 from datetime import datetime, timezone
 from importlib import metadata as distributions
 from pathlib import Path
@@ -37,7 +38,8 @@ RESUME_SETTINGS = ("cflbounds", "scale", "seed", "device")
 _OBJECT_FIELDS = {"evidence": dict, "details": dict, "assumptions": list, "plot": (dict, list)}
 
 
-def _now() -> str:
+def now() -> str:
+    """The local time, ISO 8601 with its UTC offset, to the second."""
     return datetime.now(timezone.utc).astimezone().isoformat(timespec="seconds")
 
 
@@ -58,12 +60,36 @@ def dependency_versions() -> dict:
     return versions
 
 
+def source_revision() -> str | None:
+    """The git commit of the cflbounds source tree running (``+dirty`` with uncommitted
+    changes), or None outside a git checkout (an installed wheel)."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                timeout=10)
+        if commit.returncode:
+            return None
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no", "--",
+                                "cflbounds"], capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return commit.stdout.strip() + ("+dirty" if dirty else "")
+
+
+def provenance(command, **settings) -> dict:
+    """Who made a run's results, how and where: version, source revision, command, the given
+    settings, torch threads, start time (``finished`` to be filled in), Python, platform and
+    dependency versions."""
+    return {"cflbounds": __version__, "revision": source_revision(), "command": list(command), **settings,
+            "threads": torch.get_num_threads(), "started": now(), "finished": None,
+            "python": platform.python_version(), "platform": platform.platform(),
+            "dependencies": dependency_versions()}
+
+
 def run_metadata(context, command) -> dict:
     """What a run's verdicts depend on and where they were made (``verdicts.json``'s ``metadata``)."""
-    return {"cflbounds": __version__, "command": list(command), "scale": context.scale, "seed": context.seed,
-            "device": context.device, "threads": torch.get_num_threads(), "executor": context.executor,
-            "started": _now(), "finished": None, "python": platform.python_version(),
-            "platform": platform.platform(), "dependencies": dependency_versions()}
+    return provenance(command, scale=context.scale, seed=context.seed, device=context.device,
+                      executor=context.executor)
 
 
 def _problem(path: Path, what: str) -> InvalidParameterError:
@@ -180,7 +206,7 @@ class RunRecord:
     def finish(self, **metadata) -> None:
         """Mark the run complete; ``metadata`` adds what only the end knows (e.g. the thread
         counts ``--threads auto`` chose)."""
-        self.metadata.update(metadata, finished=_now())
+        self.metadata.update(metadata, finished=now())
         self._write()
 
     def as_dict(self) -> dict:
