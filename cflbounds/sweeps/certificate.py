@@ -68,20 +68,29 @@ class FinalDistanceCertificate:
                 self.gradient_factor / features.shape[0])
         return self._quadratics[problem]
 
-    def _worth_a_look(self, problem, partition, looks, shared) -> bool:
+    def _worth_a_look(self, problem, partition, looks, shared, runs, remaining, view) -> bool:
         """Whether a certificate is worth its cost for a run whose partition has held for
-        ``looks`` looks. Known partitions cost nothing; a new one costs Cholesky factorisations
-        of its d x d Hessians (and, first on a problem, the true clusters' Gram matrices), so
-        it is computed once it has held for two looks and either is shared by several runs
-        of the trial (as the collapsed partition is) or is within 5% of the true partition
-        up to relabelling (the only kind that can end below the threshold)."""
-        quadratics = self._quadratics.get(problem)
-        known = quadratics is not None and all(quadratics.known(partition == j) for j in np.unique(partition))
-        if known:
-            return looks >= 1
-        if looks < 2:
+        ``looks`` looks (at least one: a partition in flux is not looked at).
+
+        A known partition costs nothing. A new one costs the Gram matrices of the machines
+        :meth:`ClusterQuadratics.gram_machines` counts, ``2 n d^2`` float64 flops each; it is
+        computed only if the run-iterations a certificate could save are worth four times that
+        (float64 runs at half the float32 rate, and a certificate may fail): a partition within
+        5% of the true one up to relabelling (the only kind that can end below the threshold)
+        can decide its trial, saving all ``runs`` of it; another can retire the ``shared`` runs
+        that hold it. An iteration of one run costs ``4 m n d k`` float32 flops."""
+        if looks < 1:
             return False
-        return shared.get(_canonical(partition), 0) >= 2 or self._misclustered(partition) <= 0.05 * partition.size
+        quadratics = self._quadratics.get(problem)
+        machines = sum(ClusterQuadratics.gram_machines(quadratics, self.membership, partition == j)
+                       for j in np.unique(partition))
+        if machines == 0:
+            return True
+        m, n, d = view.features.shape[1:]
+        k = view.models.shape[2]
+        near_true = self._misclustered(partition) <= 0.05 * partition.size
+        saved = (runs if near_true else shared.get(_canonical(partition), 0)) * remaining
+        return saved * 4 * m * n * d * k >= 4 * machines * 2 * n * d * d
 
     def _misclustered(self, partition) -> int:
         """Machines outside their true cluster under the best relabelling of the models."""
@@ -106,7 +115,8 @@ class FinalDistanceCertificate:
             previous, looks = self._previous.get((problem, run), (None, 0))
             looks = looks + 1 if previous == key else 0
             self._previous[(problem, run)] = (key, looks)
-            if np.any(partition < 0) or not self._worth_a_look(problem, partition, looks, shared[row]):
+            if np.any(partition < 0) or not self._worth_a_look(problem, partition, looks, shared[row],
+                                                               int(occupied[row].sum()), remaining, view):
                 continue
             when, wait = self._next_try.get((problem, run), (0, 1))
             if view.iteration < when:

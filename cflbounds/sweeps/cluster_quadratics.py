@@ -122,9 +122,23 @@ class ClusterQuadratics:
             self._quadratics[key] = self._solve(mask)
         return self._quadratics[key]
 
-    def known(self, mask: np.ndarray) -> bool:
-        """Whether the quadratic of ``mask`` was already computed (it then costs nothing)."""
-        return mask.tobytes() in self._quadratics
+    @staticmethod
+    def gram_machines(quadratics: "ClusterQuadratics | None", membership, mask: np.ndarray) -> int:
+        """How many machines' Gram matrices the quadratic of ``mask`` needs computed
+        (:meth:`_assemble`), on ``quadratics`` as it stands (None: a problem not started, with
+        no block computed yet); 0 if it is known."""
+        if quadratics is not None and mask.tobytes() in quadratics._quadratics:
+            return 0
+        blocks = quadratics._blocks if quadratics is not None else {}
+        count = 0
+        for cluster in np.unique(membership):
+            members = membership == cluster
+            inside, outside = int(np.sum(members & mask)), int(np.sum(members & ~mask))
+            if inside and outside < inside:
+                count += outside + (0 if cluster in blocks else inside + outside)
+            else:
+                count += inside
+        return count
 
     def contraction(self, mask: np.ndarray, step: float) -> float | None:
         """:meth:`ClusterQuadratic.contraction` of ``mask``'s quadratic at ``step``, with a tight
