@@ -74,11 +74,12 @@ class FinalDistanceCertificate:
 
         A known partition costs nothing. A new one costs the Gram matrices of the machines
         :meth:`ClusterQuadratics.gram_machines` counts, ``2 n d^2`` float64 flops each; it is
-        computed only if the run-iterations a certificate could save are worth four times that
-        (float64 runs at half the float32 rate, and a certificate may fail): a partition within
-        5% of the true one up to relabelling (the only kind that can end below the threshold)
-        can decide its trial, saving all ``runs`` of it; another can retire the ``shared`` runs
-        that hold it. An iteration of one run costs ``4 m n d k`` float32 flops."""
+        computed only if the run-iterations a certificate could save are worth that many times
+        more: four for a partition within 5% of the true one up to relabelling (the only kind
+        that can end below the threshold: it can decide its trial, saving all ``runs`` of it;
+        float64 runs at half the float32 rate, and a certificate may fail), sixteen for another
+        (it can only retire the ``shared`` runs that hold it, and a partition far from the true
+        one seldom holds). An iteration of one run costs ``4 m n d k`` float32 flops."""
         if looks < 1:
             return False
         quadratics = self._quadratics.get(problem)
@@ -90,7 +91,7 @@ class FinalDistanceCertificate:
         k = view.models.shape[2]
         near_true = self._misclustered(partition) <= 0.05 * partition.size
         saved = (runs if near_true else shared.get(_canonical(partition), 0)) * remaining
-        return saved * 4 * m * n * d * k >= 4 * machines * 2 * n * d * d
+        return saved * 4 * m * n * d * k >= (4 if near_true else 16) * machines * 2 * n * d * d
 
     def _misclustered(self, partition) -> int:
         """Machines outside their true cluster under the best relabelling of the models."""
