@@ -122,17 +122,16 @@ class FinalDistanceCertificate:
             when, wait = self._next_try.get((problem, run), (0, 1))
             if view.iteration < when:
                 continue
-            bounds = self._final_distance_bounds(view, row, slot, problem, partition, steps[row, slot], remaining)
+            decided = self._verdict(view, row, slot, problem, partition, steps[row, slot], remaining)
             # an undecided run is looked at again after 1, 2, 4, ... further looks
             self._next_try[(problem, run)] = (view.iteration + wait * self.look_every, 2 * wait)
-            if bounds is None:
+            if decided is None:
                 continue
-            lower, upper = bounds
-            if upper < self.threshold - self.margin:
-                self.outcomes[(problem, run)] = ("success", view.iteration, lower, upper)
+            verdict, lower, upper = decided
+            self.outcomes[(problem, run)] = (verdict, view.iteration, lower, upper)
+            if verdict == "success":
                 retire[row] = True  # the trial is decided: every run of the problem leaves
-            elif lower > self.threshold + self.margin:
-                self.outcomes[(problem, run)] = ("failure", view.iteration, lower, upper)
+            else:
                 retire[row, slot] = True
         for row in np.flatnonzero(retire.all(axis=1) & (view.run >= 0).any(axis=1)):
             for slot in np.flatnonzero(view.run[row] >= 0):
@@ -140,11 +139,15 @@ class FinalDistanceCertificate:
                 self.outcomes.setdefault(key, ("stopped", view.iteration, np.nan, np.nan))
         return retire
 
-    def _final_distance_bounds(self, view, row, slot, problem, partition, step, remaining):
+    def _verdict(self, view, row, slot, problem, partition, step, remaining):
+        """``(verdict, lower, upper)`` if the run's final distance is certainly below
+        (``success``) or above (``failure``) the threshold by the margin, else None. The
+        interval comes first (it needs only the fixed points); the partition's certainty, which
+        needs every machine's loss at every model, is checked only when the interval decides."""
         quadratics = self._problem(problem, view, row)
         models = view.models[row, slot].double()
         k = models.shape[0]
-        centers, radii, errors, contraction, norms = [], [], [], [], []
+        centers, radii, errors, contraction = [], [], [], []
         for j in range(k):
             mask = partition == j
             if not mask.any():  # nobody chose model j: it stays where it is
@@ -152,7 +155,6 @@ class FinalDistanceCertificate:
                 radii.append(0.0)
                 errors.append(0.0)
                 contraction.append(1.0)
-                norms.append(quadratics.residual_norms(models[j]))
                 continue
             factor = quadratics.contraction(mask, step)
             if factor is None:
@@ -164,22 +166,28 @@ class FinalDistanceCertificate:
             radii.append(float((models[j] - quadratic.fixed).norm()) + quadratic.fixed_error)
             errors.append(quadratic.fixed_error)
             contraction.append(factor)
-            norms.append(quadratic.residual_norms)
-        spectral = quadratics.spectral_norms()
         radii, errors = np.array(radii), np.array(errors)
+        final_radius = np.array(contraction) ** remaining * radii + errors
+        distances = torch.cdist(torch.stack(centers)[None], torch.as_tensor(self.theta_star[problem])[None].to(
+            models.device))[0].cpu().numpy()  # (k, k*)
+        center_distance = _score(distances, self.metric)
+        lower, upper = center_distance - final_radius.mean(), center_distance + final_radius.mean()
+        if upper < self.threshold - self.margin:
+            verdict = "success"
+        elif lower > self.threshold + self.margin:
+            verdict = "failure"
+        else:
+            return None
+        norms = np.stack([quadratics.quadratic(partition == j).residual_norms if (partition == j).any()
+                          else quadratics.residual_norms(models[j]) for j in range(k)], axis=1)  # (m, k)
+        spectral = quadratics.spectral_norms()
         reach = radii + errors  # every iterate lies within this of the computed fixed point
-        norms = np.stack(norms, axis=1)  # (m, k): ||X_i c_j - y_i||
         worst_own = norms[np.arange(len(partition)), partition] + spectral * reach[partition]
         best_other = np.clip(norms - spectral[:, None] * reach[None, :], 0, None)
         best_other[np.arange(len(partition)), partition] = np.inf
         if not np.all(worst_own * (1 + 1e-6) < best_other.min(axis=1)):
             return None  # some machine could switch models: the partition is not certain
-        final_radius = np.array(contraction) ** remaining * radii + errors
-        distances = torch.cdist(torch.stack(centers)[None], torch.as_tensor(self.theta_star[problem])[None].to(
-            models.device))[0].cpu().numpy()  # (k, k*)
-        center_distance = _score(distances, self.metric)
-        spread = final_radius.mean()
-        return center_distance - spread, center_distance + spread
+        return verdict, lower, upper
 
 
 def _canonical(partition: np.ndarray) -> bytes:
