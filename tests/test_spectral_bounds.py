@@ -133,3 +133,12 @@ def test_spectral_norms_are_upper_bounds(problem):
     exact = np.linalg.norm(x, ord=2, axis=(1, 2))
     bounds = quadratics.spectral_norms()
     assert np.all(bounds >= exact) and np.all(bounds <= 1.3 * exact)
+
+
+def test_gram_in_blocks_is_the_exactly_symmetric_product(problem):
+    quadratics, x, _, _ = problem
+    machines = np.array([1, 4, 5, 9])
+    gram = quadratics._gram(machines).numpy()
+    rows = x[machines].reshape(-1, x.shape[-1])
+    assert np.array_equal(gram, gram.T)
+    np.testing.assert_allclose(gram, rows.T @ rows, rtol=1e-12, atol=1e-12)

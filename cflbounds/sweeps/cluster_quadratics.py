@@ -87,7 +87,11 @@ class ClusterQuadratics:
         edges = [round(i * d / _GRAM_BLOCKS) for i in range(_GRAM_BLOCKS + 1)]
         for start, stop in zip(edges[:-1], edges[1:]):
             gram[start:stop, :stop] = x[:, start:stop].T @ x[:, :stop]
-        return gram.tril() + gram.tril(-1).T
+            diagonal = gram[start:stop, start:stop]
+            diagonal.copy_(diagonal.tril() + diagonal.tril(-1).T)  # exactly symmetric
+        for start, stop in zip(edges[:-1], edges[1:]):
+            gram[start:stop, stop:] = gram[stop:, start:stop].T
+        return gram
 
     def _block(self, cluster: int) -> torch.Tensor:
         if cluster not in self._blocks:

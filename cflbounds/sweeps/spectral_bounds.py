@@ -90,7 +90,8 @@ def lower_bound(matrix: torch.Tensor, error: float | torch.Tensor = 0.0) -> tupl
     proves the matrix positive definite; and the Cholesky factor of ``matrix`` (for solves)."""
     factor, info = torch.linalg.cholesky_ex(matrix)
     positive = info == 0
-    usable = torch.where(positive[..., None, None], factor, torch.ones_like(factor).tril())
+    usable = factor if positive.all() else torch.where(positive[..., None, None], factor, torch.eye(
+        matrix.shape[-1], dtype=matrix.dtype, device=matrix.device))  # a placeholder where there is no factor
     smallest = _smallest_estimate(usable)
     lower = torch.full(matrix.shape[:-2], -torch.inf, dtype=matrix.dtype, device=matrix.device)
     for slack in _SLACKS:  # the first shift that passes is the tightest bound on offer
