@@ -1,0 +1,64 @@
+"""The early-exit certificate's share of the product's CPU time, on one thread.
+
+    python benchmarks/bench_certificate.py                 # paper size, r = 0.25 and 0.1, 3 trials each
+    python benchmarks/bench_certificate.py --trials 2 --r 0.25
+
+Process CPU time on one torch thread stays meaningful on a shared box, where wall times of
+two-thread runs are not (benchmarks/README.md, "The shared box"). To compare two versions
+side by side, run it once per source tree in one shell run:
+
+    for tree in /path/to/old /path/to/new; do PYTHONPATH=$tree python $tree/benchmarks/bench_certificate.py; done
+"""
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from cflbounds.sweeps import ifca_fig2  # noqa: E402
+from cflbounds.sweeps.ifca_fig2 import fig2_cells, run_fig2_cell, trial_outcomes  # noqa: E402
+
+
+class CpuTimedCertificate(ifca_fig2.FinalDistanceCertificate):
+    """The product's certificate, with the process CPU time spent inside its looks summed."""
+
+    seconds = 0.0
+
+    def __call__(self, view):
+        start = time.process_time()
+        try:
+            return super().__call__(view)
+        finally:
+            CpuTimedCertificate.seconds += time.process_time() - start
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--trials", type=int, default=3, help="trials (data seeds) per r (default 3)")
+    parser.add_argument("--r", default="0.25,0.1", help="comma-separated r values of the Fig. 2(a) cell")
+    parser.add_argument("--sigma", type=float, default=0.1, help="noise standard deviation (default 0.1)")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    ifca_fig2.FinalDistanceCertificate = CpuTimedCertificate  # run_fig2_cell looks the class up at call time
+    revision = subprocess.run(["git", "-C", str(Path(ifca_fig2.__file__).parent), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True).stdout.strip() or "(no git)"
+    start = time.process_time()
+    successes = []
+    for r in (float(value) for value in args.r.split(",")):
+        cell = fig2_cells(panels=("a",), overrides={"r": [r], "sigma": [args.sigma]}, trials=args.trials)[0]
+        successes.append(int(trial_outcomes(run_fig2_cell(cell))["success"].sum()))
+    product = time.process_time() - start
+    print(f"cflbounds {revision} ({Path(ifca_fig2.__file__).parent.parent}): r {args.r}, {args.trials} trials each, "
+          f"successes {successes}; product {product:.1f} s CPU, certificate {CpuTimedCertificate.seconds:.1f} s "
+          f"({100 * CpuTimedCertificate.seconds / product:.1f}%), one thread")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
