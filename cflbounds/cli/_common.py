@@ -8,7 +8,7 @@ import textwrap
 
 from .._validation import InvalidParameterError
 
-__all__ = ["Parser", "Once", "csv", "table", "terminal_width", "set_threads"]
+__all__ = ["Parser", "Once", "csv", "table", "terminal_width", "set_threads", "add_executor_options", "start_executor"]
 
 _LAST_COLUMN_MIN = 20  # a narrower last column wraps a formula into fragments too short to read
 
@@ -115,3 +115,31 @@ def set_threads(threads):
     from .._threads import ThreadGovernor
 
     return ThreadGovernor(threads)
+
+
+def add_executor_options(add_argument, runs: str) -> None:
+    """``--executor`` and ``--address`` on a subcommand (``add_argument``: its parser's, perhaps
+    with ``action=Once``); ``runs`` says in words what becomes a Ray task."""
+    add_argument("--executor", choices=("local", "ray"), default="local",
+                 help=f"where the work runs: local = in this process; ray = on a Ray cluster, {runs}, each task "
+                      "asking for one CPU (and one GPU with --device cuda); the results are identical (default: "
+                      "local; needs pip install 'cflbounds[ray]')")
+    add_argument("--address", metavar="HOST:PORT",
+                 help="with --executor ray: join the running Ray cluster whose head node is HOST:PORT (as printed "
+                      "by `ray start --head`; 'auto': the one started last on this machine); default: "
+                      "$RAY_ADDRESS, else start a local Ray instance on this machine for this run")
+
+
+def start_executor(args) -> None:
+    """Check ``--executor``/``--address`` and, for Ray, join or start the cluster: all before any
+    work, so an unusable choice is one line and exit 2 (:mod:`cflbounds.sweeps.ray_cluster`)."""
+    from ..sweeps.executors import check_executor
+
+    check_executor(args.executor)
+    if args.executor == "local":
+        if args.address is not None:
+            raise InvalidParameterError("The '--address' option needs --executor ray (it names a Ray cluster to join).")
+        return
+    from ..sweeps.ray_cluster import connect
+
+    connect(args.address)
