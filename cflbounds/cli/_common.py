@@ -8,7 +8,8 @@ import textwrap
 
 from .._validation import InvalidParameterError
 
-__all__ = ["Parser", "Once", "csv", "table", "terminal_width", "set_threads", "add_executor_options", "start_executor"]
+__all__ = ["Parser", "Once", "csv", "table", "terminal_width", "set_threads", "add_executor_options",
+           "check_executor_options", "start_executor"]
 
 _LAST_COLUMN_MIN = 20  # a narrower last column wraps a formula into fragments too short to read
 
@@ -130,16 +131,22 @@ def add_executor_options(add_argument, runs: str) -> None:
                       "$RAY_ADDRESS, else start a local Ray instance on this machine for this run")
 
 
-def start_executor(args) -> None:
-    """Check ``--executor``/``--address`` and, for Ray, join or start the cluster: all before any
-    work, so an unusable choice is one line and exit 2 (:mod:`cflbounds.sweeps.ray_cluster`)."""
+def check_executor_options(args) -> None:
+    """``--executor``/``--address`` checked before any work: Ray installed, the address well
+    formed and answering (one line and exit 2 otherwise; :mod:`cflbounds.sweeps.ray_cluster`)."""
     from ..sweeps.executors import check_executor
+    from ..sweeps.ray_cluster import check_address, cluster_address
 
     check_executor(args.executor)
-    if args.executor == "local":
-        if args.address is not None:
-            raise InvalidParameterError("The '--address' option needs --executor ray (it names a Ray cluster to join).")
-        return
-    from ..sweeps.ray_cluster import connect
+    if args.executor == "ray":
+        check_address(cluster_address(args.address))
+    elif args.address is not None:
+        raise InvalidParameterError("The '--address' option needs --executor ray (it names a Ray cluster to join).")
 
-    connect(args.address)
+
+def start_executor(args) -> None:
+    """With ``--executor ray``: join the cluster (or start a local one), as the work starts."""
+    if args.executor == "ray":
+        from ..sweeps.ray_cluster import connect
+
+        connect(args.address)

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from .._files import writable_directory
 from .._validation import InvalidParameterError
-from ._common import THREADS_HELP, add_executor_options, start_executor, table, thread_count
+from ._common import (THREADS_HELP, add_executor_options, check_executor_options, start_executor,
+                      table, thread_count)
 
 __all__ = ["add_parser", "run"]
 
@@ -185,11 +186,12 @@ def run(args) -> int:
     target = _check_emit_target(args.emit_test) if args.emit_test else None
     device = str(resolve_device(args.device))
     budget = None if args.evaluations else (args.budget or DEFAULT_BUDGET)
-    start_executor(args)
+    check_executor_options(args)
     out = Path("reports") / datetime.now().strftime("falsify-%Y%m%d-%H%M%S") if args.out is None else args.out
     record = FalsifyRecord(out, {"command": args.argv, "seed": args.seed, "budget_seconds": budget,
                                  "max_evaluations": args.evaluations, "confidence": args.confidence,
                                  "device": device})
+    start_executor(args)
     spend = f"{args.evaluations} evaluations" if args.evaluations else f"{budget:g} s of search"
     settings = dict(seed=args.seed, budget=budget, max_evaluations=args.evaluations, device=device,
                     confidence=args.confidence)

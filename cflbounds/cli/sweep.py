@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 from .._validation import InvalidParameterError
-from ._common import THREADS_HELP, Once, add_executor_options, csv, start_executor, thread_count
+from ._common import (THREADS_HELP, Once, add_executor_options, check_executor_options, csv,
+                      start_executor, thread_count)
 
 __all__ = ["add_parser", "run"]
 
@@ -78,6 +79,7 @@ def run(args) -> int:
     from ..sweeps.store import ResultStore
 
     device = str(resolve_device(args.device))
+    check_executor_options(args)
     overrides = _overrides(args)
     cells = fig2_cells(_panels(args), args.variant, overrides, seed=_seed(args.seed), **_protocol(args))
     out = args.out or Path("reports") / "sweeps" / args.name
@@ -90,7 +92,7 @@ def run(args) -> int:
     store.check_settings(settings)
     pending = [cell for cell in cells if not store.has(cell_key(cell))]
     check_memory(pending, device)
-    start_executor(args)  # joins or starts Ray: the last check, before the store is written
+    start_executor(args)  # joins or starts Ray, just before the store is written
     manifest = store.read_manifest() or {}
     selection = {"panels": sorted({c["panel"] for c in cells}), "variants": args.variant, "overrides": overrides}
     selections = [s for s in manifest.get("selections", []) if s != selection] + [selection]

@@ -9,7 +9,8 @@ from datetime import datetime
 from pathlib import Path
 
 from .._validation import InvalidParameterError
-from ._common import THREADS_HELP, add_executor_options, start_executor, table, thread_count
+from ._common import (THREADS_HELP, add_executor_options, check_executor_options, start_executor,
+                      table, thread_count)
 
 __all__ = ["add_parser", "run"]
 
@@ -106,11 +107,12 @@ def run(args) -> int:
     if args.resume and args.out is None:
         raise InvalidParameterError("The '--resume' option needs --out DIR, the directory of the run to continue.")
     ids = expand_claim_ids(args.ids) if args.ids else implemented_claims()
-    start_executor(args)
+    check_executor_options(args)
     out = Path("reports") / datetime.now().strftime("%Y%m%d-%H%M%S") if args.out is None else args.out
     context = VerifyContext(scale=args.scale, seed=args.seed, device=str(resolve_device(args.device)),
                             executor=args.executor, workdir=out)
     record = RunRecord.open(context, resume=args.resume, command=args.argv)
+    start_executor(args)
     try:
         verify_claims(ids, context, skip=[claim for claim in ids if record.done(claim)], on_verdict=_between_claims(record, args.thread_governor),
                       display=run_display(costs=claim_costs(args.scale)))

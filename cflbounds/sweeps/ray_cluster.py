@@ -60,15 +60,18 @@ def check_address(address: str | None) -> None:
 
 def connect(address: str | None = None):
     """The ``ray`` module, joined to the cluster at :func:`cluster_address` or to a new local
-    Ray instance; a process already connected (a driver, or a task on a worker) stays as it is.
+    Ray instance. The address is checked first (:func:`check_address`); a process already
+    connected (a driver called twice, or a task on a worker) keeps the cluster it has.
 
     Ray's own log lines stay off the terminal (they go to its session logs)."""
     import ray
 
-    if ray.is_initialized():
+    if ray.is_initialized() and address is None:
         return ray
     address = cluster_address(address)
     check_address(address)
+    if ray.is_initialized():
+        return ray
     options = dict(log_to_driver=False, logging_level=logging.ERROR, configure_logging=True)
     if address is None:
         options.update(address="local", include_dashboard=False)
