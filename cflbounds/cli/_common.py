@@ -120,11 +120,12 @@ def set_threads(threads):
 
 def add_executor_options(add_argument, runs: str) -> None:
     """``--executor`` and ``--address`` on a subcommand (``add_argument``: its parser's, perhaps
-    with ``action=Once``); ``runs`` says in words what becomes a Ray task."""
+    with ``action=Once``); ``runs`` says in words what becomes a Ray task, and how the results
+    compare with a local run."""
     add_argument("--executor", choices=("local", "ray"), default="local",
-                 help=f"where the work runs: local = in this process; ray = on a Ray cluster, {runs}, each task "
-                      "asking for one CPU (and one GPU with --device cuda); the results are identical (default: "
-                      "local; needs pip install 'cflbounds[ray]')")
+                 help=f"where the work runs: local = in this process; ray = on a Ray cluster, each task asking for "
+                      f"one CPU (and one GPU with --device cuda): {runs} (default: local; needs pip install "
+                      "'cflbounds[ray]')")
     add_argument("--address", metavar="HOST:PORT",
                  help="with --executor ray: join the running Ray cluster whose head node is HOST:PORT (as printed "
                       "by `ray start --head`; 'auto': the one started last on this machine); default: "

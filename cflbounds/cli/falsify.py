@@ -91,8 +91,8 @@ def add_parser(commands) -> None:
                         help="where the claims' torch runs go: auto = CUDA when present, else CPU (default: cpu, "
                              "where a replay reproduces a ratio exactly)")
     add_executor_options(parser.add_argument, "every claim's search one task, all at once (a search itself is "
-                                              "sequential; with --budget each search gets its seconds wherever it "
-                                              "runs, so only --evaluations compares exactly with a local run)")
+                                              "sequential); with --evaluations the results are the local run's, "
+                                              "with --budget each search gets its seconds wherever it runs")
     parser.add_argument("--strict", action="store_true", help="exit 1 if a claim is violated")
     parser.add_argument("--threads", type=thread_count, default="auto", metavar="auto|N", help=THREADS_HELP)
 

@@ -63,7 +63,7 @@ def add_parser(commands) -> None:
     option("--out", type=Path, metavar="DIR", help=f"store directory (default: {_STORE})")
     sweep.add_argument("--resume", action="store_true",
                        help="continue the sweep stored in --out: skip its finished cells (same settings required)")
-    add_executor_options(option, "one task per cell")
+    add_executor_options(option, "one task per cell; the stored rows are the local run's")
     option("--device", choices=("auto", "cpu", "cuda"), default="auto",
            help="where the runs compute: auto picks cuda when available")
     option("--threads", type=thread_count, default="auto", metavar="auto|N",

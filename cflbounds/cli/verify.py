@@ -65,7 +65,8 @@ def add_parser(commands) -> None:
                         help="where the torch runs go: auto = CUDA when present, else CPU (default: auto); CUDA "
                              "sums in other orders than the CPU, so its verdicts may differ in the last digits")
     add_executor_options(verify.add_argument, "every claim one task, all at once, and each sweep cell inside a "
-                                              "claim (IFCA.F2's Fig. 2 sweep) a task of its own")
+                                              "claim (IFCA.F2's Fig. 2 sweep) a task of its own; the verdicts and "
+                                              "evidence are the local run's")
     verify.add_argument("--seed", type=int, default=0,
                         help="root seed, a non-negative int: every trial's seed is spawned from it, so the same "
                              "seed, scale, device and version give the same verdicts (default: 0)")
