@@ -154,12 +154,12 @@ def _searches(ids: list[str], settings: dict, args, spend: str):
     from ..falsify import falsify_claim
 
     if args.executor == "ray":
-        from ..sweeps.ray_cluster import as_finished, connect, task_options
+        from ..sweeps.ray_cluster import as_finished, connect, submitter
 
         ray = connect()
-        task = ray.remote(falsify_claim).options(**task_options(settings["device"]))
+        submit = submitter(ray, falsify_claim, settings["device"])
         print(f"falsify {', '.join(ids)}: {spend} each, as Ray tasks ...", file=sys.stderr, flush=True)
-        yield from (result for _, result in as_finished(ray, {task.remote(i, **settings): i for i in ids}))
+        yield from (result for _, result in as_finished(ray, {submit(i, **settings): i for i in ids}))
         return
     for claim_id in ids:
         print(f"falsify {claim_id}: {spend} ...", file=sys.stderr, flush=True)

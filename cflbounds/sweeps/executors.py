@@ -95,12 +95,12 @@ def _compute_cell(compute: Callable[..., pd.DataFrame], cell: dict, shared: dict
 
 
 def _run_on_ray(pending, compute, shared, finished):
-    from .ray_cluster import as_finished, connect, task_options
+    from .ray_cluster import as_finished, connect, submitter
 
     check_executor("ray")
     ray = connect()
-    task = ray.remote(_compute_cell).options(**task_options(shared.get("device", "cpu")))
+    submit = submitter(ray, _compute_cell, shared.get("device", "cpu"))
     shared_ref = ray.put(shared)  # once for all cells; each task reads it from its node's object store
-    futures = {task.remote(compute, cell, shared_ref): index for index, cell in enumerate(pending)}
+    futures = {submit(compute, cell, shared_ref): index for index, cell in enumerate(pending)}
     for index, rows in as_finished(ray, futures):
         finished(pending[index], rows)

@@ -12,9 +12,16 @@ fail the same way again, since a task's result depends only on its arguments. It
 reaches the caller as itself, with its own message (:func:`as_finished`). Results are the
 same on any attempt and any node: every seed is derived from cell and claim keys, never from
 where or when a task runs.
+
+Threads: a task asks for one CPU, so Ray starts its worker with ``OMP_NUM_THREADS=1`` and torch
+computes on one thread (torch's results do not depend on it). numpy's and scipy's BLAS
+(OpenBLAS) would follow that variable too, and some checks' last digits do depend on the BLAS
+thread count (MGD.L2's and MGD.T1's evidence, measured 2026-11-27), so each task runs with the
+BLAS thread count of the process that submitted it (:func:`submitter`), as a local run would.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -22,7 +29,7 @@ import socket
 from .._validation import InvalidParameterError
 
 __all__ = ["MAX_RETRIES", "ADDRESS_ENV", "cluster_address", "check_address", "connect", "task_options",
-           "as_finished"]
+           "blas_threads", "submitter", "as_finished"]
 
 MAX_RETRIES = 3  # further attempts of a task whose worker process died; an exception of its own: none
 ADDRESS_ENV = "RAY_ADDRESS"
@@ -89,6 +96,35 @@ def task_options(device: str = "cpu") -> dict:
     """What a task asks Ray for: one CPU, and one GPU when it computes on CUDA; the retry policy."""
     return {"num_cpus": 1, "num_gpus": 1 if str(device).startswith("cuda") else 0,
             "max_retries": MAX_RETRIES, "retry_exceptions": False}
+
+
+def blas_threads() -> int | None:
+    """The thread count of the BLAS libraries numpy and scipy compute with here (None: none found)."""
+    import scipy.linalg  # noqa: F401  (loads scipy's BLAS, so that it is counted)
+    from threadpoolctl import threadpool_info
+
+    counts = [library["num_threads"] for library in threadpool_info() if library["user_api"] == "blas"]
+    return max(counts) if counts else None
+
+
+def _call_with_blas_threads(function, blas: int | None, *args, **kwargs):
+    """``function(*args, **kwargs)`` with ``blas`` BLAS threads (a task's body on a worker)."""
+    if blas is None:
+        return function(*args, **kwargs)
+    import scipy.linalg  # noqa: F401  (loaded first: the limit reaches only libraries loaded already)
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=blas, user_api="blas"):
+        return function(*args, **kwargs)
+
+
+def submitter(ray, function, device: str = "cpu"):
+    """``submit(*args, **kwargs)``: run ``function(*args, **kwargs)`` as a Ray task and return its
+    ObjectRef. ``function`` must be a module-level function (workers import it by name); the
+    task gets :func:`task_options` for ``device`` and this process's BLAS thread count."""
+    task = ray.remote(_call_with_blas_threads).options(**task_options(device))
+    blas = blas_threads()
+    return lambda *args, **kwargs: task.remote(function, blas, *args, **kwargs)
 
 
 def as_finished(ray, futures: dict):

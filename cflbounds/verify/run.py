@@ -63,11 +63,11 @@ def _check_on_worker(claim_id: str, scale: str, seed: int, device: str) -> tuple
 
 def _checks_on_ray(todo: list[str], context: VerifyContext, display: RunDisplay):
     """Every claim of ``todo`` as a Ray task at once; ``(claim ID, verdict, tables)`` as each finishes."""
-    from ..sweeps.ray_cluster import as_finished, connect, task_options
+    from ..sweeps.ray_cluster import as_finished, connect, submitter
 
     ray = connect()
-    task = ray.remote(_check_on_worker).options(**task_options(context.device))
-    futures = {task.remote(claim_id, context.scale, context.seed, context.device): claim_id for claim_id in todo}
+    submit = submitter(ray, _check_on_worker, context.device)
+    futures = {submit(claim_id, context.scale, context.seed, context.device): claim_id for claim_id in todo}
     display.claims_scheduled(todo)
     for claim_id, (verdict, tables) in as_finished(ray, futures):
         context.tables.update(tables)
