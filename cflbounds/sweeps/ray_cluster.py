@@ -21,7 +21,6 @@ BLAS thread count of the process that submitted it (:func:`submitter`), as a loc
 """
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import socket
