@@ -8,7 +8,7 @@ RAY_AUTH_TOKEN in every process of it, drivers included): since Ray 2.5x a local
 writes ~/.ray/auth_token, after which a head node started here requires a token that a joining
 ``ray start --address`` would not send unless told to.
 
-Slow (about two minutes): ``pytest -m slow tests/test_ray_cluster.py``.
+Slow (about three minutes): ``pytest -m slow tests/test_ray_cluster.py``.
 """
 import json
 import os
@@ -227,3 +227,36 @@ def test_a_driver_killed_mid_run_resumes_to_the_uninterrupted_rows(cluster, clea
     resumed = _cflbounds(*LONG_SWEEP, "--executor", "ray", "--address", address, "--out", out, "--resume")
     assert resumed.returncode == 0, resumed.stderr
     assert "cells computed" in resumed.stdout and _cell_files(out) == clean_long_sweep
+
+
+def test_a_verify_driver_killed_mid_run_resumes_to_the_uninterrupted_verdicts(cluster, tmp_path):
+    """Four claims on two CPUs: they cannot all finish at once, so the kill after the first
+    verdict leaves some to --resume."""
+    address, _ = cluster
+    claims = ["LCFL.E8", "IFCA.F2", "FC.SPEEDUP", "MGD.SPEED"]
+    out = tmp_path / "verify-resumed"
+    argv = ["verify", *claims, "--scale", "smoke", "--json", "--executor", "ray", "--address", address, "--out", out]
+    driver = _cflbounds_started(*argv)
+    try:
+        deadline = time.monotonic() + 300
+        while not (out / "verdicts.json").exists() or not json.loads((out / "verdicts.json").read_text())["verdicts"]:
+            assert driver.poll() is None, f"verify ended before its first verdict: {driver.stderr.read()}"
+            assert time.monotonic() < deadline, "no verdict after 300 s"
+            time.sleep(0.05)
+        driver.kill()
+        driver.wait(timeout=60)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    kept = [v["id"] for v in json.loads((out / "verdicts.json").read_text())["verdicts"]]
+    assert 1 <= len(kept) < len(claims)  # interrupted part-way
+    resumed = _cflbounds(*argv, "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    local = _cflbounds("verify", *claims, "--scale", "smoke", "--json", "--out", tmp_path / "verify-local")
+    assert local.returncode == 0, local.stderr
+
+    def verdicts(text):
+        return {v["id"]: {k: x for k, x in v.items() if k != "seconds"} for v in json.loads(text)["verdicts"]}
+
+    assert verdicts(resumed.stdout) == verdicts(local.stdout)
+    assert [v["id"] for v in json.loads(resumed.stdout)["verdicts"]] == claims  # the order asked

@@ -120,8 +120,9 @@ def _call_with_blas_threads(function, blas: int | None, *args, **kwargs):
 def submitter(ray, function, device: str = "cpu"):
     """``submit(*args, **kwargs)``: run ``function(*args, **kwargs)`` as a Ray task and return its
     ObjectRef. ``function`` must be a module-level function (workers import it by name); the
-    task gets :func:`task_options` for ``device`` and this process's BLAS thread count."""
-    task = ray.remote(_call_with_blas_threads).options(**task_options(device))
+    task gets :func:`task_options` for ``device`` and this process's BLAS thread count, and is
+    named after ``function`` (Ray's task lists and a worker's process title, ``ray::NAME``)."""
+    task = ray.remote(_call_with_blas_threads).options(name=function.__name__, **task_options(device))
     blas = blas_threads()
     return lambda *args, **kwargs: task.remote(function, blas, *args, **kwargs)
 
