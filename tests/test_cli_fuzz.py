@@ -7,9 +7,9 @@ file, a missing or read-only directory, a store with a corrupt cell or a finishe
 list must end in exit status 0, or 2 with exactly one line on stderr; an exception escaping
 ``main`` fails the test with its traceback.
 
-The heavy entry points (computing sweep cells, running a claim's check, building the PDF) are
-replaced by recorders that return a plausible result, so examples stay fast and the flow goes
-on after them: a refusal (exit 2) that comes after one of them would mean validation happened
+The heavy entry points (computing sweep cells, running a claim's check, joining Ray, building
+the PDF) are replaced by recorders that return a plausible result, so examples stay fast and the
+flow goes on after them: a refusal (exit 2) that comes after one of them would mean validation happened
 after work had started, and fails the test.
 """
 from __future__ import annotations
@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 
 import cflbounds.reports.outputs as outputs
 import cflbounds.sweeps.executors as executors
+import cflbounds.sweeps.ray_cluster as ray_cluster
 import cflbounds.verify.run as verify_run
 from cflbounds.cli import main
 from cflbounds.sweeps.grid import cell_key
@@ -49,10 +50,10 @@ PLAUSIBLE = st.sampled_from(["1", "2", "3", "4", "8", "10", "20", "0.1", "0.5", 
 UNKNOWN = st.sampled_from(["--bogus", "-x", "--json=1", "--", "---", "--m=1", "-h"])
 FORMULAS = [claim.id for claim in CLAIMS.values() if claim.bound is not None]
 SWEEP_VALUED = ["--panel", "--variant", "--k", "--m", "--n", "--d", "--r", "--sigma", "--trials", "--restarts",
-                "--iterations", "--dtype", "--seed", "--executor", "--device", "--threads"]
+                "--iterations", "--dtype", "--seed", "--executor", "--address", "--device", "--threads"]
 SWEEP_FLAGS = ["--shared-inits", "--resume"]
 # verify's --out validation is another change (merged separately): verify always gets a fresh --out here
-VERIFY_VALUED = ["--scale", "--device", "--executor", "--seed", "--threads"]
+VERIFY_VALUED = ["--scale", "--device", "--executor", "--address", "--seed", "--threads"]
 VERIFY_FLAGS = ["--json", "--strict"]
 
 
@@ -98,6 +99,9 @@ def heavy(monkeypatch, tmp_path) -> list[str]:
 
     monkeypatch.setattr(executors, "run_cells", cells)
     monkeypatch.setattr(verify_run, "_check", check)
+    # --executor ray: joining or starting Ray is work too; the claims then run here, recorded
+    monkeypatch.setattr(ray_cluster, "connect", lambda address=None: calls.append("connect"))
+    monkeypatch.setattr(verify_run, "_checks_on_ray", verify_run._checks_here)
     monkeypatch.setattr(outputs, "write_sweep_outputs", sweep_outputs)
     monkeypatch.setattr(outputs, "write_report", report)
     monkeypatch.setattr(torch, "set_num_threads", lambda threads: None)  # the suite keeps its one thread

@@ -193,16 +193,6 @@ def test_run_cells_rejects_unknown_executor(tmp_path):
         run_cells([{"i": 0}], lambda c: frame([0]), ResultStore(tmp_path), executor="dask")
 
 
-def test_ray_executor_matches_local(tmp_path):
-    pytest.importorskip("ray", reason="ray is not installed (optional extra cflbounds[ray]); "
-                                      "the Ray executor cannot be compared with the local one here")
-    cells = [tiny_cell(), tiny_cell(iterations=10)]
-    local, remote = ResultStore(tmp_path / "local"), ResultStore(tmp_path / "ray")
-    run_cells(cells, run_fig2_cell, local, executor="local")
-    run_cells(cells, run_fig2_cell, remote, executor="ray")
-    pd.testing.assert_frame_equal(remote.read(), local.read())
-
-
 # -- a killed sweep, resumed ------------------------------------------------------------------------
 GRID = ["ifca-fig2", "--panel", "a", "--variant", "official", "--d", "20", "--m", "8", "--n", "10", "--r", "0.5",
         "--sigma", "0.1,0.2,0.3,0.4", "--trials", "3", "--restarts", "2", "--iterations", "40", "--device", "cpu"]

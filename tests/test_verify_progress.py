@@ -105,6 +105,22 @@ def test_terminal_display_is_one_live_line_with_verdicts_above_it():
     assert "cells 12/40" in written and written.count("verify ") >= 3  # the live line, redrawn
 
 
+def test_terminal_display_counts_claims_running_as_ray_tasks():
+    stream, clock = io.StringIO(), Clock()
+    display = TerminalDisplay(stream, refresh=None, costs={"A.1": 10.0, "B.2": 20.0, "C.3": 30.0}, clock=clock)
+    display.start(["A.1", "B.2", "C.3"])
+    display.claims_scheduled(["A.1", "B.2", "C.3"])  # all at once, as verify --executor ray does
+    clock.now += 4
+    assert display.status() == "verify 0/3 claims | 3 running as Ray tasks | 0:04 elapsed | ETA 1:00"
+    display.claim_finished(verdict("B.2", 20.0))  # any order
+    assert display.status() == "verify 1/3 claims | 2 running as Ray tasks | 0:04 elapsed | ETA 0:40"
+    display.claim_finished(verdict("C.3", 30.0))
+    display.claim_finished(verdict("A.1", 10.0))
+    assert display.status().startswith("verify 3/3 claims | - |")
+    display.close()
+    assert re.findall(r"\[\d/3\] (\S+)", stream.getvalue()) == ["B.2", "C.3", "A.1"]  # as they finished
+
+
 def test_terminal_display_redraws_while_a_claim_runs():
     """The refresh thread moves elapsed time without any call from the run (a clock that
     counts how often it is read shows that it redraws)."""

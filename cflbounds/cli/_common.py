@@ -8,7 +8,8 @@ import textwrap
 
 from .._validation import InvalidParameterError
 
-__all__ = ["Parser", "Once", "csv", "table", "terminal_width", "set_threads"]
+__all__ = ["Parser", "Once", "csv", "table", "terminal_width", "set_threads", "add_executor_options",
+           "check_executor_options", "start_executor"]
 
 _LAST_COLUMN_MIN = 20  # a narrower last column wraps a formula into fragments too short to read
 
@@ -115,3 +116,38 @@ def set_threads(threads):
     from .._threads import ThreadGovernor
 
     return ThreadGovernor(threads)
+
+
+def add_executor_options(add_argument, runs: str) -> None:
+    """``--executor`` and ``--address`` on a subcommand (``add_argument``: its parser's, perhaps
+    with ``action=Once``); ``runs`` says in words what becomes a Ray task, and how the results
+    compare with a local run."""
+    add_argument("--executor", choices=("local", "ray"), default="local",
+                 help=f"where the work runs: local = in this process; ray = on a Ray cluster, each task asking for "
+                      f"one CPU (and one GPU with --device cuda): {runs} (default: local; needs pip install "
+                      "'cflbounds[ray]')")
+    add_argument("--address", metavar="HOST:PORT",
+                 help="with --executor ray: join the running Ray cluster whose head node is HOST:PORT (as printed "
+                      "by `ray start --head`; 'auto': the one started last on this machine); default: "
+                      "$RAY_ADDRESS, else start a local Ray instance on this machine for this run")
+
+
+def check_executor_options(args) -> None:
+    """``--executor``/``--address`` checked before any work: Ray installed, the address well
+    formed and answering (one line and exit 2 otherwise; :mod:`cflbounds.sweeps.ray_cluster`)."""
+    from ..sweeps.executors import check_executor
+    from ..sweeps.ray_cluster import check_address, cluster_address
+
+    check_executor(args.executor)
+    if args.executor == "ray":
+        check_address(cluster_address(args.address))
+    elif args.address is not None:
+        raise InvalidParameterError("The '--address' option needs --executor ray (it names a Ray cluster to join).")
+
+
+def start_executor(args) -> None:
+    """With ``--executor ray``: join the cluster (or start a local one), as the work starts."""
+    if args.executor == "ray":
+        from ..sweeps.ray_cluster import connect
+
+        connect(args.address)

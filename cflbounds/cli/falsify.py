@@ -11,7 +11,8 @@ from pathlib import Path
 
 from .._files import writable_directory
 from .._validation import InvalidParameterError
-from ._common import THREADS_HELP, table, thread_count
+from ._common import (THREADS_HELP, add_executor_options, check_executor_options, start_executor,
+                      table, thread_count)
 
 __all__ = ["add_parser", "run"]
 
@@ -89,6 +90,9 @@ def add_parser(commands) -> None:
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="cpu",
                         help="where the claims' torch runs go: auto = CUDA when present, else CPU (default: cpu, "
                              "where a replay reproduces a ratio exactly)")
+    add_executor_options(parser.add_argument, "every claim's search one task, all at once (a search itself is "
+                                              "sequential); with --evaluations the results are the local run's, "
+                                              "with --budget each search gets its seconds wherever it runs")
     parser.add_argument("--strict", action="store_true", help="exit 1 if a claim is violated")
     parser.add_argument("--threads", type=thread_count, default="auto", metavar="auto|N", help=THREADS_HELP)
 
@@ -105,9 +109,9 @@ def _replay(args) -> int:
     from .._torch import resolve_device
     from ..falsify import emit_test, read_counterexample, replay_counterexample
 
-    if args.ids or args.budget or args.evaluations or args.out:
-        raise InvalidParameterError("The '--replay' option replays one file: it takes no claim IDs, --budget, "
-                                    "--evaluations or --out.")
+    if args.ids or args.budget or args.evaluations or args.out or args.executor != "local" or args.address:
+        raise InvalidParameterError("The '--replay' option replays one file, here: it takes no claim IDs, --budget, "
+                                    "--evaluations, --out, --executor or --address.")
     record = read_counterexample(args.replay)
     target = _check_emit_target(args.emit_test) if args.emit_test else None
     instance = replay_counterexample(record, device=str(resolve_device(args.device)))
@@ -144,9 +148,29 @@ def _claim_ids(args) -> list[str]:
     return ids
 
 
+def _searches(ids: list[str], settings: dict, args, spend: str):
+    """Each claim's falsify result: one after the other here, or every claim a Ray task at once
+    (yielded as they finish)."""
+    from ..falsify import falsify_claim
+
+    if args.executor == "ray":
+        from ..sweeps.ray_cluster import as_finished, connect, submitter
+
+        ray = connect()
+        submit = submitter(ray, falsify_claim, settings["device"])
+        print(f"falsify {', '.join(ids)}: {spend} each, as Ray tasks ...", file=sys.stderr, flush=True)
+        yield from (result for _, result in as_finished(ray, {submit(i, **settings): i for i in ids}))
+        return
+    for claim_id in ids:
+        print(f"falsify {claim_id}: {spend} ...", file=sys.stderr, flush=True)
+        yield falsify_claim(claim_id, **settings)
+        if args.thread_governor is not None:
+            args.thread_governor.adjust()
+
+
 def run(args) -> int:
     from .._torch import resolve_device
-    from ..falsify import DEFAULT_BUDGET, emit_test, falsify_claim
+    from ..falsify import DEFAULT_BUDGET, emit_test
     from ..falsify.outputs import FalsifyRecord
 
     if args.seed < 0:
@@ -162,19 +186,20 @@ def run(args) -> int:
     target = _check_emit_target(args.emit_test) if args.emit_test else None
     device = str(resolve_device(args.device))
     budget = None if args.evaluations else (args.budget or DEFAULT_BUDGET)
+    check_executor_options(args)
     out = Path("reports") / datetime.now().strftime("falsify-%Y%m%d-%H%M%S") if args.out is None else args.out
     record = FalsifyRecord(out, {"command": args.argv, "seed": args.seed, "budget_seconds": budget,
                                  "max_evaluations": args.evaluations, "confidence": args.confidence,
                                  "device": device})
+    start_executor(args)
     spend = f"{args.evaluations} evaluations" if args.evaluations else f"{budget:g} s of search"
-    for claim_id in ids:
-        print(f"falsify {claim_id}: {spend} ...", file=sys.stderr, flush=True)
-        result = falsify_claim(claim_id, seed=args.seed, budget=budget, max_evaluations=args.evaluations,
-                               device=device, confidence=args.confidence)
+    settings = dict(seed=args.seed, budget=budget, max_evaluations=args.evaluations, device=device,
+                    confidence=args.confidence)
+    for result in _searches(ids, settings, args, spend):
         record.add(result)
-        print(f"falsify {claim_id}: {result['summary']}", file=sys.stderr, flush=True)
-        if args.thread_governor is not None:
-            args.thread_governor.adjust()
+        print(f"falsify {result['id']}: {result['summary']}", file=sys.stderr, flush=True)
+    if args.executor == "ray":  # searches finished in any order; the record lists them as asked
+        record.arrange(ids)
     report = record.write_report()
     results = record.results
     if target and results[0]["counterexample"] is not None:

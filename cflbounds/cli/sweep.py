@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 from .._validation import InvalidParameterError
-from ._common import THREADS_HELP, Once, csv, thread_count
+from ._common import (THREADS_HELP, Once, add_executor_options, check_executor_options, csv,
+                      start_executor, thread_count)
 
 __all__ = ["add_parser", "run"]
 
@@ -62,8 +63,7 @@ def add_parser(commands) -> None:
     option("--out", type=Path, metavar="DIR", help=f"store directory (default: {_STORE})")
     sweep.add_argument("--resume", action="store_true",
                        help="continue the sweep stored in --out: skip its finished cells (same settings required)")
-    option("--executor", choices=("local", "ray"), default="local",
-           help="local: this process; ray: a Ray cluster (pip install 'cflbounds[ray]')")
+    add_executor_options(option, "one task per cell; the stored rows are the local run's")
     option("--device", choices=("auto", "cpu", "cuda"), default="auto",
            help="where the runs compute: auto picks cuda when available")
     option("--threads", type=thread_count, default="auto", metavar="auto|N",
@@ -80,6 +80,7 @@ def run(args) -> int:
     from ..verify.record import now, provenance
 
     device = str(resolve_device(args.device))
+    check_executor_options(args)
     overrides = _overrides(args)
     cells = fig2_cells(_panels(args), args.variant, overrides, seed=_seed(args.seed), **_protocol(args))
     out = args.out or Path("reports") / "sweeps" / args.name
@@ -92,6 +93,7 @@ def run(args) -> int:
     store.check_settings(settings)
     pending = [cell for cell in cells if not store.has(cell_key(cell))]
     check_memory(pending, device)
+    start_executor(args)  # joins or starts Ray, just before the store is written
     manifest = store.read_manifest() or {}
     selection = {"panels": sorted({c["panel"] for c in cells}), "variants": args.variant, "overrides": overrides}
     selections = [s for s in manifest.get("selections", []) if s != selection] + [selection]
@@ -105,8 +107,7 @@ def run(args) -> int:
 
     record()
     print(_plan(cells, pending, device), file=sys.stderr)
-    compute = functools.partial(run_fig2_cell, device=device)
-    summary = run_cells(cells, compute, store, executor=args.executor)
+    summary = run_cells(cells, run_fig2_cell, store, executor=args.executor, shared={"device": device})
     record(finished=now(), seconds=round(summary["seconds"], 1))
     paths = write_sweep_outputs(store, cells)
     print(f"{summary['computed']} cells computed, {summary['skipped']} skipped (already stored), "

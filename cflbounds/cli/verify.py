@@ -9,7 +9,8 @@ from datetime import datetime
 from pathlib import Path
 
 from .._validation import InvalidParameterError
-from ._common import THREADS_HELP, table, thread_count
+from ._common import (THREADS_HELP, add_executor_options, check_executor_options, start_executor,
+                      table, thread_count)
 
 __all__ = ["add_parser", "run"]
 
@@ -63,9 +64,9 @@ def add_parser(commands) -> None:
     verify.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                         help="where the torch runs go: auto = CUDA when present, else CPU (default: auto); CUDA "
                              "sums in other orders than the CPU, so its verdicts may differ in the last digits")
-    verify.add_argument("--executor", choices=("local", "ray"), default="local",
-                        help="how sweep cells run (IFCA.F2's Fig. 2 sweep): local = in this process, ray = on a Ray "
-                             "cluster (pip install 'cflbounds[ray]'); the results are the same (default: local)")
+    add_executor_options(verify.add_argument, "every claim one task, all at once, and each sweep cell inside a "
+                                              "claim (IFCA.F2's Fig. 2 sweep) a task of its own; the verdicts and "
+                                              "evidence are the local run's")
     verify.add_argument("--seed", type=int, default=0,
                         help="root seed, a non-negative int: every trial's seed is spawned from it, so the same "
                              "seed, scale, device and version give the same verdicts (default: 0)")
@@ -95,7 +96,6 @@ def _between_claims(record, governor):
 def run(args) -> int:
     from .._torch import resolve_device
     from ..reports.outputs import write_report
-    from ..sweeps.executors import check_executor
     from ..verify.context import VerifyContext
     from ..verify.costs import claim_costs
     from ..verify.progress import run_display
@@ -108,11 +108,12 @@ def run(args) -> int:
     if args.resume and args.out is None:
         raise InvalidParameterError("The '--resume' option needs --out DIR, the directory of the run to continue.")
     ids = expand_claim_ids(args.ids) if args.ids else implemented_claims()
-    check_executor(args.executor)
+    check_executor_options(args)
     out = Path("reports") / datetime.now().strftime("%Y%m%d-%H%M%S") if args.out is None else args.out
     context = VerifyContext(scale=args.scale, seed=args.seed, device=str(resolve_device(args.device)),
                             executor=args.executor, workdir=out)
     record = RunRecord.open(context, resume=args.resume, command=args.argv)
+    start_executor(args)
     try:
         verify_claims(ids, context, skip=[claim for claim in ids if record.done(claim)], on_verdict=_between_claims(record, args.thread_governor),
                       display=run_display(costs=claim_costs(args.scale)))
@@ -120,6 +121,8 @@ def run(args) -> int:
         print(f"cflbounds: interrupted; the {len(record.verdicts)} finished verdicts are kept in {record.path} "
               f"(continue with the same options and --resume --out {record.directory})", file=sys.stderr)
         return 130
+    if args.executor == "ray":  # claims finished in any order; the record lists them as asked
+        record.arrange(ids)
     record.finish(threads_used=args.thread_governor.chosen)
     report = write_report(record.directory)
     verdicts = list(record.verdicts.values())

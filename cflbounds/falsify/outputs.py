@@ -45,6 +45,11 @@ class FalsifyRecord:
         atomic_write_text(self.path, json.dumps(self.as_dict(), indent=2, allow_nan=False))
         return written
 
+    def arrange(self, ids: list[str]) -> None:
+        """List the results in the order of ``ids`` and rewrite falsify.json."""
+        self.results.sort(key=lambda result: ids.index(result["id"]))
+        atomic_write_text(self.path, json.dumps(self.as_dict(), indent=2, allow_nan=False))
+
     def as_dict(self) -> dict:
         return json_safe({"metadata": self.metadata, "results": self.results})
 

@@ -1,7 +1,10 @@
 """Run a sweep's pending cells locally or on Ray, writing each finished cell to the store.
 
 Both executors compute a cell with the same function from the same cell dict and seed,
-so they produce the same rows; only the driver writes to the store.
+so they produce the same rows; only the driver (the process that called :func:`run_cells`)
+writes to the store, each cell once, atomically, as its task finishes. On Ray each cell is a
+task (:mod:`.ray_cluster`: resources, retry policy), and the arguments every cell shares go to
+Ray's object store once, not once per task.
 """
 from __future__ import annotations
 
@@ -35,12 +38,17 @@ def _progress(total: int, enabled: bool | None | Callable[[int, int], None]):
     return tqdm(total=total, unit="cell", dynamic_ncols=True)
 
 
-def run_cells(cells: list[dict], compute: Callable[[dict], pd.DataFrame], store: ResultStore, *,
-              executor: str = "local", progress: bool | None | Callable[[int, int], None] = None) -> dict:
-    """Compute every cell not yet in ``store``; returns counts of computed/skipped cells and runs.
+def run_cells(cells: list[dict], compute: Callable[..., pd.DataFrame], store: ResultStore, *,
+              executor: str = "local", progress: bool | None | Callable[[int, int], None] = None,
+              shared: dict | None = None) -> dict:
+    """Compute every cell not yet in ``store`` as ``compute(cell, **shared)``; returns counts of
+    computed/skipped cells and runs.
 
-    ``progress``: a bar if True, none if False, a bar on a terminal only if None; a callable is
-    told ``(cells done, cells to do)`` after each cell instead (a caller's own display)."""
+    ``compute``: a module-level function (Ray ships it to its workers by name). ``shared``: the
+    keyword arguments every cell takes (a device, a problem's tensors), put into Ray's object
+    store once. ``progress``: a bar if True, none if False, a bar on a terminal only if None; a
+    callable is told ``(cells done, cells to do)`` after each cell instead (a caller's own
+    display); on Ray a cell counts when its task finishes, on whichever node."""
     pending = [cell for cell in cells if not store.has(cell_key(cell))]
     bar = _progress(len(pending), progress)
     started, runs, computed = time.perf_counter(), 0, 0
@@ -60,9 +68,9 @@ def run_cells(cells: list[dict], compute: Callable[[dict], pd.DataFrame], store:
     try:
         if executor == "local":
             for cell in pending:
-                finished(cell, compute(cell))
+                finished(cell, compute(cell, **(shared or {})))
         elif executor == "ray":
-            _run_on_ray(pending, compute, finished)
+            _run_on_ray(pending, compute, shared or {}, finished)
         else:
             raise InvalidParameterError(f"The 'executor' parameter must be one of {EXECUTORS}. Got {executor!r} instead.")
     finally:
@@ -81,15 +89,18 @@ def check_executor(executor: str) -> None:
                                     "pip install 'cflbounds[ray]'.")
 
 
-def _run_on_ray(pending, compute, finished):
-    check_executor("ray")
-    import ray
+def _compute_cell(compute: Callable[..., pd.DataFrame], cell: dict, shared: dict) -> pd.DataFrame:
+    """One cell as a Ray task (``shared`` arrives from the object store)."""
+    return compute(cell, **shared)
 
-    if not ray.is_initialized():
-        ray.init(ignore_reinit_error=True, include_dashboard=False, log_to_driver=False)
-    remote = ray.remote(compute)
-    futures = {remote.remote(cell): cell for cell in pending}
-    while futures:
-        done, _ = ray.wait(list(futures), num_returns=1)
-        for future in done:
-            finished(futures.pop(future), ray.get(future))
+
+def _run_on_ray(pending, compute, shared, finished):
+    from .ray_cluster import as_finished, connect, submitter
+
+    check_executor("ray")
+    ray = connect()
+    submit = submitter(ray, _compute_cell, shared.get("device", "cpu"))
+    shared_ref = ray.put(shared)  # once for all cells; each task reads it from its node's object store
+    futures = {submit(compute, cell, shared_ref): index for index, cell in enumerate(pending)}
+    for index, rows in as_finished(ray, futures):
+        finished(pending[index], rows)

@@ -36,13 +36,15 @@ class RunDisplay:
     """Silent; the plain and terminal displays tell what it is told. ``verify_claims`` calls
     :meth:`start` once, :meth:`claim_started` and :meth:`claim_finished` per claim checked,
     :meth:`cells` from a running sweep (it is the sweep's ``progress`` callable), then
-    :meth:`close`."""
+    :meth:`close`. On Ray, :meth:`claims_scheduled` replaces :meth:`claim_started`: every claim
+    is a task at once, and the count of finished claims counts tasks finished on any node."""
 
     def __init__(self, costs: dict[str, float] | None = None, clock=time.monotonic):
         self.costs, self.clock = costs or {}, clock
         self.pending: list[str] = []
         self.finished: dict[str, float] = {}
         self.running: str | None = None
+        self.scheduled: list[str] = []  # claims running as Ray tasks
         self.total = self.done = 0
         self.id_width = 11
         self.started = self.claim_started_at = 0.0
@@ -58,16 +60,25 @@ class RunDisplay:
         self.pending.remove(claim_id)
         self.running, self.claim_started_at, self.sweep = claim_id, self.clock(), ""
 
+    def claims_scheduled(self, claim_ids: list[str]) -> None:
+        for claim_id in claim_ids:
+            self.pending.remove(claim_id)
+        self.scheduled = list(claim_ids)
+
     def cells(self, done: int, total: int) -> None:
         self.sweep = f"cells {done}/{total}"
 
     def claim_finished(self, verdict: Verdict) -> None:
         self.finished[verdict.id] = verdict.seconds
+        if verdict.id in self.scheduled:
+            self.scheduled.remove(verdict.id)
         self.running, self.done = None, self.done + 1
 
     def eta(self) -> float | None:
+        """Seconds still to go as if the claims left ran one after the other (on Ray, where they
+        run at once, an upper bound)."""
         running = (self.running, self.clock() - self.claim_started_at) if self.running else None
-        return remaining_seconds(self.costs, self.finished, self.pending, running)
+        return remaining_seconds(self.costs, self.finished, self.pending + self.scheduled, running)
 
     def close(self) -> None:
         pass
@@ -106,13 +117,19 @@ class TerminalDisplay(RunDisplay):
             threading.Thread(target=self._redraw, name="cflbounds-progress", daemon=True).start()
 
     def status(self) -> str:
-        running = f"{self.running} {self.sweep}".rstrip() if self.running else "-"
+        running = (f"{self.running} {self.sweep}".rstrip() if self.running else
+                   f"{len(self.scheduled)} running as Ray tasks" if self.scheduled else "-")
         return (f"verify {self.done}/{self.total} claims | {running} | {duration(self.clock() - self.started)} "
                 f"elapsed | ETA {duration(self.eta())}")
 
     def claim_started(self, claim_id):
         with self.lock:
             super().claim_started(claim_id)
+            self._draw()
+
+    def claims_scheduled(self, claim_ids):
+        with self.lock:
+            super().claims_scheduled(claim_ids)
             self._draw()
 
     def cells(self, done, total):

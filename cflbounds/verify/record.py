@@ -203,6 +203,12 @@ class RunRecord:
         self.verdicts[verdict.id] = verdict.to_dict()
         self._write()
 
+    def arrange(self, ids: list[str]) -> None:
+        """List the verdicts of ``ids`` in that order, after those of other claims (kept from an
+        earlier run); the file is rewritten by :meth:`finish`."""
+        order = {claim_id: index for index, claim_id in enumerate(ids)}
+        self.verdicts = dict(sorted(self.verdicts.items(), key=lambda item: order.get(item[0], -1)))
+
     def finish(self, **metadata) -> None:
         """Mark the run complete; ``metadata`` adds what only the end knows (e.g. the thread
         counts ``--threads auto`` chose)."""

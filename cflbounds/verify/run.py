@@ -55,16 +55,47 @@ def _check(claim_id: str, context: VerifyContext) -> tuple[Verdict, dict]:
     return verdict, tables
 
 
+def _check_on_worker(claim_id: str, scale: str, seed: int, device: str) -> tuple[Verdict, dict]:
+    """One claim's check as a Ray task: its sweeps run as tasks of their own, and nothing is
+    written on the worker's disk (no run directory: the driver writes what comes back)."""
+    return _check(claim_id, VerifyContext(scale=scale, seed=seed, device=device, executor="ray", progress=False))
+
+
+def _checks_on_ray(todo: list[str], context: VerifyContext, display: RunDisplay):
+    """Every claim of ``todo`` as a Ray task at once; ``(claim ID, verdict, tables)`` as each finishes."""
+    from ..sweeps.ray_cluster import as_finished, connect, submitter
+
+    ray = connect()
+    submit = submitter(ray, _check_on_worker, context.device)
+    futures = {submit(claim_id, context.scale, context.seed, context.device): claim_id for claim_id in todo}
+    display.claims_scheduled(todo)
+    for claim_id, (verdict, tables) in as_finished(ray, futures):
+        context.tables.update(tables)
+        yield claim_id, verdict, tables
+
+
+def _checks_here(todo: list[str], context: VerifyContext, display: RunDisplay):
+    """The claims of ``todo`` one after the other in this process; ``(claim ID, verdict, tables)`` each."""
+    for claim_id in todo:
+        display.claim_started(claim_id)
+        yield claim_id, *_check(claim_id, context)
+
+
 def verify_claims(ids=None, context: VerifyContext | None = None, *, skip=(),
                   on_verdict: Callable[[Verdict, dict], None] | None = None,
                   display: RunDisplay | None = None) -> list[Verdict]:
-    """Check each claim (all implemented ones if ``ids`` is empty), in the given order, and
-    return their verdicts; ``ids`` may hold patterns such as ``MGD.*`` (:func:`expand_claim_ids`).
+    """Check each claim (all implemented ones if ``ids`` is empty) and return their verdicts in
+    the given order; ``ids`` may hold patterns such as ``MGD.*`` (:func:`expand_claim_ids`).
 
     ``skip``: claim IDs not to check (done by an earlier run being resumed). As each claim
     finishes, ``on_verdict(verdict, tables)`` gets its verdict and the tables its check saved
     (to store them there and then), then ``display`` (a :class:`~cflbounds.verify.progress.RunDisplay`)
     is told, and a running sweep reports its cells to that display instead of a bar of its own.
+
+    With ``context.executor == "ray"`` every claim is a Ray task and they all run at once, so
+    they finish (and reach ``on_verdict``) in any order; their checks are the same as here, and
+    so are their verdicts. A claim's check that raises stops the run with its exception, on
+    either executor.
     """
     context = context or VerifyContext()
     ids = implemented_claims() if not ids else expand_claim_ids(ids)  # validated before any work starts
@@ -77,19 +108,18 @@ def verify_claims(ids=None, context: VerifyContext | None = None, *, skip=(),
         no_check = {claim_id: 0.0 for claim_id in todo if get_claim(claim_id).check is None}  # instant, no cost on file
         display.costs = {**no_check, **display.costs}
     display.start(todo, kept=len(ids) - len(todo))
-    verdicts = []
+    verdicts = {}
+    checks = _checks_on_ray if context.executor == "ray" else _checks_here
     try:
-        for claim_id in todo:
-            display.claim_started(claim_id)
-            verdict, tables = _check(claim_id, context)
+        for claim_id, verdict, tables in checks(todo, context, display):
             if on_verdict is not None:
                 on_verdict(verdict, tables)
             display.claim_finished(verdict)
-            verdicts.append(verdict)
+            verdicts[claim_id] = verdict
     finally:
         display.close()
         context.progress = sweep_progress
-    return verdicts
+    return [verdicts[claim_id] for claim_id in todo]
 
 
 @validate_params({

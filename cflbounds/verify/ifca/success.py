@@ -14,7 +14,6 @@ when some adjacent pair moves significantly the other way.
 from __future__ import annotations
 
 import contextlib
-import functools
 import tempfile
 from pathlib import Path
 
@@ -95,8 +94,8 @@ def _success_table(ctx: VerifyContext) -> pd.DataFrame:
         directory = (Path(ctx.workdir) / "sweeps" / "ifca-fig2" if ctx.workdir
                      else Path(stack.enter_context(tempfile.TemporaryDirectory())))
         store = ResultStore(directory)
-        run_cells(cells, functools.partial(run_fig2_cell, device=ctx.device), store, executor=ctx.executor,
-                  progress=ctx.progress)
+        run_cells(cells, run_fig2_cell, store, executor=ctx.executor, progress=ctx.progress,
+                  shared={"device": ctx.device})
         rows = store.read()
     return rows[rows["cell"].isin({cell_key(cell) for cell in cells})]  # a reused store may hold others
 
