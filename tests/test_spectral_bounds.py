@@ -7,8 +7,10 @@ spectrum) must give a looser bound, never a wrong one.
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+
+from conftest import examples
 
 from cflbounds.sweeps import spectral_bounds
 from cflbounds.sweeps.cluster_quadratics import ClusterQuadratics
@@ -20,7 +22,7 @@ def gram(seed: int, rows: int, p: int, batch=()) -> torch.Tensor:
     return x.transpose(-1, -2) @ x
 
 
-@settings(max_examples=40, deadline=None)
+@examples(40)
 @given(seed=st.integers(0, 2**32 - 1), p=st.integers(1, 40), extra=st.integers(0, 60))
 def test_bounds_contain_the_spectrum(seed, p, extra):
     """On Gram matrices of every conditioning (rows from p to p + 60; square ones are badly
