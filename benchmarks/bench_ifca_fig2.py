@@ -424,7 +424,7 @@ def protocol_projection(figs: list[dict], gemm_gflops: float, loop_gflops: float
     seconds_per_flop = sum(f["t_product"] for f in figs) / bench_flops
     work = sum(f["slot_fraction_product"] * f["cell_flops"] for f in figs) / bench_flops  # share early exit leaves
     share = loop_gflops / gemm_gflops
-    hours = lambda seconds: f"{seconds / 3600:.1f} h"  # noqa: E731
+    hours = lambda seconds: f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"  # noqa: E731
     return [
         ("full protocol, this CPU", hours(flops * seconds_per_flop),
          f"{len(protocol)} cells x 40 trials, {flops:.2g} flop with every run to T; extrapolated from the "
