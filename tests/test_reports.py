@@ -155,6 +155,14 @@ def test_success_probability_error_bars_are_clopper_pearson():
         segments = np.array(container.lines[2][0].get_segments())  # (points, ends, xy)
         assert np.allclose(segments[:, 0, 1], low) and np.allclose(segments[:, 1, 1], high)
         assert container.get_label() == f"sigma = {sigma}"
+    assert fig._suptitle is None and ax.get_title() == "k = 2"
+
+
+def test_success_probability_figure_says_what_it_shows_above_its_panels():
+    """A figure saved as an image alone names its protocol variant; panels keep their own titles."""
+    rows = [{"R": r, "sigma": 0.1, "success": True, "panel": "a, k = 2"} for r in (0.1, 0.2)]
+    fig = success_probability_figure(pd.DataFrame(rows), x="R", group="sigma", title="IFCA Fig. 2 (official)")
+    assert fig._suptitle.get_text() == "IFCA Fig. 2 (official)" and fig.axes[0].get_title() == "a, k = 2"
 
 
 def map_and_matrix_verdict() -> dict:

@@ -234,7 +234,8 @@ def _panels(table: pd.DataFrame):
     return panels
 
 
-def success_probability_figure(table: pd.DataFrame, x: str, group: str, confidence: float = 0.95) -> Figure:
+def success_probability_figure(table: pd.DataFrame, x: str, group: str, confidence: float = 0.95,
+                               title: str | None = None) -> Figure:
     """Success probability against ``x``, one line per ``group`` value (IFCA, Fig. 2).
 
     ``table`` has one row per trial with columns ``x``, ``group`` and ``success``
@@ -242,7 +243,8 @@ def success_probability_figure(table: pd.DataFrame, x: str, group: str, confiden
     page's width). Each point is the observed frequency with its exact Clopper-Pearson
     interval at ``confidence``; the series of one panel are shifted sideways a little so
     that their intervals do not hide each other. Each panel has its legend under it, so that
-    a panel can be taken on its own.
+    a panel can be taken on its own. ``title`` (e.g. the protocol variant) heads the figure, so
+    that its image file says what it shows.
     """
     missing = {x, group, "success"} - set(table.columns)
     if missing:
@@ -255,7 +257,7 @@ def success_probability_figure(table: pd.DataFrame, x: str, group: str, confiden
     values = sorted(table[group].unique())
     looks = {value: {"color": COLORS[i % len(COLORS)], "marker": MARKERS[i % len(MARKERS)]}
              for i, value in enumerate(values)}
-    for ax, (title, rows) in zip(axes, panels):
+    for ax, (panel_title, rows) in zip(axes, panels):
         counts = rows.assign(success=rows["success"].astype(bool)).groupby([group, x])["success"].agg(["sum", "count"])
         for value, points in counts.groupby(level=0):
             successes, trials = points["sum"].to_numpy(), points["count"].to_numpy()
@@ -265,7 +267,7 @@ def success_probability_figure(table: pd.DataFrame, x: str, group: str, confiden
                                     yerr=[frequency - low, high - frequency], capsize=3, markersize=5, clip_on=False,
                                     label=safe_label(f"{group} = {value}"), **looks[value])
             _dodge(container, (values.index(value) - (len(values) - 1) / 2) * DODGE)
-        ax.set_title(safe_label(title), fontsize=TITLE_FONTSIZE)
+        ax.set_title(safe_label(panel_title), fontsize=TITLE_FONTSIZE)
         ax.set_xlabel(safe_label(x))
         ax.set_ylim(0.0, 1.0)
         ax.grid(alpha=0.3)
@@ -274,4 +276,6 @@ def success_probability_figure(table: pd.DataFrame, x: str, group: str, confiden
         ax.set_ylabel(f"success probability\n({confidence:.0%} Clopper–Pearson)")
     for ax in axes[len(panels):]:
         ax.set_axis_off()
+    if title:
+        fig.suptitle(safe_label(title), fontsize=TITLE_FONTSIZE)
     return fig

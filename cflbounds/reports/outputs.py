@@ -34,7 +34,7 @@ def fig2_figures(runs: pd.DataFrame) -> list[tuple[str, object]]:
                 if subset[x].nunique() < 1 or subset.empty:
                     continue
                 title = f"IFCA Fig. 2 ({variant}): success probability vs {x}" + (f", r = {r:g}" if r else "")
-                figures.append((title, success_probability_figure(subset, x, group)))
+                figures.append((title, success_probability_figure(subset, x, group, title=title)))
     return figures
 
 
