@@ -21,21 +21,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.timed_certificate import time_certificate  # noqa: E402
 from cflbounds.sweeps import ifca_fig2  # noqa: E402
 from cflbounds.sweeps.ifca_fig2 import fig2_cells, run_fig2_cell, trial_outcomes  # noqa: E402
-
-
-class CpuTimedCertificate(ifca_fig2.FinalDistanceCertificate):
-    """The product's certificate, with the process CPU time spent inside its looks summed."""
-
-    seconds = 0.0
-
-    def __call__(self, view):
-        start = time.process_time()
-        try:
-            return super().__call__(view)
-        finally:
-            CpuTimedCertificate.seconds += time.process_time() - start
 
 
 def main(argv=None) -> int:
@@ -45,7 +33,7 @@ def main(argv=None) -> int:
     parser.add_argument("--sigma", type=float, default=0.1, help="noise standard deviation (default 0.1)")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    ifca_fig2.FinalDistanceCertificate = CpuTimedCertificate  # run_fig2_cell looks the class up at call time
+    certificate = time_certificate(time.process_time)
     revision = subprocess.run(["git", "-C", str(Path(ifca_fig2.__file__).parent), "rev-parse", "--short", "HEAD"],
                               capture_output=True, text=True).stdout.strip() or "(no git)"
     start = time.process_time()
@@ -55,8 +43,8 @@ def main(argv=None) -> int:
         successes.append(int(trial_outcomes(run_fig2_cell(cell))["success"].sum()))
     product = time.process_time() - start
     print(f"cflbounds {revision} ({Path(ifca_fig2.__file__).parent.parent}): r {args.r}, {args.trials} trials each, "
-          f"successes {successes}; product {product:.1f} s CPU, certificate {CpuTimedCertificate.seconds:.1f} s "
-          f"({100 * CpuTimedCertificate.seconds / product:.1f}%), one thread")
+          f"successes {successes}; product {product:.1f} s CPU, certificate {certificate.seconds:.1f} s "
+          f"({100 * certificate.seconds / product:.1f}%), one thread")
     return 0
 
 

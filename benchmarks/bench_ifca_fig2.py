@@ -58,6 +58,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.flops import gemm_flops, iteration_flops, reference_flops, slots_per_iteration  # noqa: E402
 from benchmarks.reference_ifca import cell_trial_seeds, reference_fig2_cell, threshold  # noqa: E402
+from benchmarks.timed_certificate import time_certificate  # noqa: E402
 from cflbounds.algorithms import ifca  # noqa: E402
 from cflbounds.algorithms.trace import matched_distances  # noqa: E402
 from cflbounds.sweeps import ifca_fig2  # noqa: E402
@@ -116,22 +117,7 @@ class Stage:
         return f"{self.seconds:.2f} s, other load {self.others:.1f} cores"
 
 
-# -- the certificate's own time ------------------------------------------------------------------
-class TimedCertificate(ifca_fig2.FinalDistanceCertificate):
-    """The product's certificate, timed: wall seconds spent inside its looks, summed over all
-    instances (``run_fig2_cell`` makes one per batch of trials)."""
-
-    seconds = 0.0
-
-    def __call__(self, view):
-        start = time.perf_counter()
-        try:
-            return super().__call__(view)
-        finally:
-            TimedCertificate.seconds += time.perf_counter() - start
-
-
-ifca_fig2.FinalDistanceCertificate = TimedCertificate  # run_fig2_cell looks the class up at call time
+TimedCertificate = time_certificate(time.perf_counter)  # the certificate's own wall time inside the product
 
 
 # -- machine rates ----------------------------------------------------------------------------
