@@ -409,11 +409,13 @@ def test_a_cell_that_cannot_fit_is_refused_before_anything_is_allocated(monkeypa
 
 def test_cell_flops_count_every_run_and_iteration():
     """Protocol cell: 40 trials x (10 restarts x 3 step sizes) runs x 300 iterations, each
-    iteration two GEMMs of 2 m n d (k models per run) plus lower-order terms."""
+    iteration a GEMM of 2 m n d per model (the residuals) and one of 2 m n d per run (the chosen
+    model's gradient) plus lower-order terms: 1.0 % here, most of it the per-cluster sums of the
+    machines' gradients (2 m C k d, k / 3n of the GEMMs)."""
     from cflbounds.algorithms.squared_loss import iteration_flops
 
     cell = fig2_cells(("a",), ("official",))[0]
     assert fig2.cell_flops(cell) == 40 * 300 * iteration_flops(100, 100, 1000, 2, 30)["total"]
-    assert 40 * 300 * 30 * 2 * (2 * 2 * 100 * 100 * 1000) <= fig2.cell_flops(cell) <= 1.01 * (
-        40 * 300 * 30 * 2 * (2 * 2 * 100 * 100 * 1000))
+    gemms = 40 * 300 * 30 * (2 + 1) * (2 * 100 * 100 * 1000)
+    assert gemms <= fig2.cell_flops(cell) <= 1.02 * gemms
     assert fig2.cell_seconds(cell) >= fig2.cell_flops(cell) / fig2.assumed_rate("cpu")

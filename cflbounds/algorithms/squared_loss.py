@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 
 from .kernels import StoredData
+from .rounds import cluster_sums
 
 # gradient of F_i with respect to theta, as a multiple of X^T (X theta - y)
 LOSS_CONVENTIONS = {
@@ -35,23 +36,23 @@ def residuals(features: torch.Tensor, responses: torch.Tensor, models: torch.Ten
 
 
 def machine_gradients(features: torch.Tensor, residual: torch.Tensor, scale: float) -> torch.Tensor:
-    """``scale * X_i^T r_i`` per machine and run: ``(B, m, n, d)``, ``(B, m, n, C)`` -> ``(B, m, C, d)``."""
-    return torch.matmul(features.transpose(-1, -2), residual).transpose(-1, -2) * scale
+    """``scale * X_i^T r_i`` per machine and run: ``(B, m, n, d)``, ``(B, m, n, C)`` -> ``(B, m, C, d)``,
+    as one batched GEMM ``r_i^T X_i`` over the machines (the data untransposed: a GEMM of a few
+    columns stays near the GEMM rate, where ``X^T r`` ran 10-20x slower, benchmarks/README.md)."""
+    return torch.matmul(residual.transpose(-1, -2), features) * scale
 
 
 def cluster_gradient_sums(features: torch.Tensor, residual: torch.Tensor, chosen: torch.Tensor,
                           scale: float) -> torch.Tensor:
     """``sum_{i in S_j} grad F_i(theta_j)`` for every run and model (Alg. 1 line 13's sum).
 
-    Zeroing every residual but the machine's chosen model's turns the sum into one GEMM,
-    ``X^T (r * s)``, over all machines: ``(B, m, n, d)``, residuals ``(B, m, n, C, k)``,
-    one-hot ``(B, m, C, k)`` -> ``(B, C, k, d)``.
+    Each machine's gradient at its chosen model only (:func:`machine_gradients` of the
+    residual of that model, ``2 m n d C`` flops: a k-th of differentiating every model), then
+    summed per cluster: ``(B, m, n, d)``, residuals ``(B, m, n, C, k)``, one-hot
+    ``(B, m, C, k)`` -> ``(B, C, k, d)``.
     """
-    B, m, n, d = features.shape
-    C, k = residual.shape[3:]
-    masked = (residual * chosen[:, :, None]).reshape(B, m * n, C * k)
-    sums = torch.bmm(features.reshape(B, m * n, d).transpose(1, 2), masked)  # (B, d, C k)
-    return sums.transpose(1, 2).reshape(B, C, k, d) * scale
+    own = (residual * chosen[:, :, None]).sum(dim=-1)  # (B, m, n, C): each machine's chosen model's residual
+    return cluster_sums(machine_gradients(features, own, scale), chosen)
 
 
 class SquaredLoss(StoredData):
@@ -88,15 +89,16 @@ def iteration_flops(m: int, n: int, d: int, k: int, slots: int = 1) -> dict[str,
 
     * ``residuals``: one GEMM ``(m n x d) @ (d x C k)`` = ``2 m n d C k``, minus the responses;
     * ``estimate_clusters``: square and sum over the n points, ``2 m n C k``;
-    * ``cluster_gradient_sums``: the one-hot mask ``m n C k``, one GEMM ``(d x m n) @ (m n x C k)``
-      = ``2 m n d C k``, then the scale ``C k d``;
+    * ``cluster_gradient_sums``: each machine's chosen model's residual (mask and sum,
+      ``2 m n C k``), one GEMM ``(C x n) @ (n x d)`` per machine = ``2 m n d C``, the per-cluster
+      sums of the machines' gradients ``2 m C k d`` and the scale ``m C d``;
     * ``update``: the server step ``(gamma/m) * sums`` and the subtraction, ``2 C k d``.
     """
     C = slots
     terms = {
         "residuals": 2.0 * m * n * d * C * k + m * n * C * k,
         "estimate_clusters": 2.0 * m * n * C * k,
-        "cluster_gradient_sums": 2.0 * m * n * d * C * k + m * n * C * k + C * k * d,
+        "cluster_gradient_sums": 2.0 * m * n * d * C + 2.0 * m * n * C * k + 2.0 * m * C * k * d + m * C * d,
         "update": 2.0 * C * k * d,
     }
     terms["total"] = sum(terms.values())
