@@ -31,49 +31,39 @@ import itertools
 import numpy as np
 import torch
 
-from .cluster_quadratics import ClusterQuadratics
-
 __all__ = ["FinalDistanceCertificate"]
 
 
 class FinalDistanceCertificate:
     """An ``ifca(monitor=...)`` callback for the Fig. 2 protocol.
 
-    ``theta_star`` ``(B, k*, d)`` float64 truths of the problems, ``membership`` the true
-    cluster of each machine (to pick which partitions are worth a certificate), ``iterations`` T,
-    ``threshold`` the success distance, ``metric`` ``"nearest"`` or ``"matched"``,
-    ``gradient_factor`` the loss convention's factor (``2/n`` for the mean loss).
+    ``theta_star`` ``(B, k*, d)`` float64 truths of the problems, ``quadratics`` their
+    :class:`~cflbounds.sweeps.cluster_quadratics.ClusterQuadratics` (one per problem of the batch, in order; shared with whoever
+    else asks them, e.g. :mod:`cflbounds.sweeps.step_order`), ``membership`` the true cluster of
+    each machine (to pick which partitions are worth a certificate), ``iterations`` T,
+    ``threshold`` the success distance, ``metric`` ``"nearest"`` or ``"matched"``.
     ``outcomes[(problem, run)]`` collects ``(verdict, iteration, lower, upper)`` with
     verdict ``success``, ``failure`` or ``stopped`` (its trial was decided by another run).
     """
 
-    def __init__(self, theta_star, membership, iterations: int, threshold: float, metric: str, gradient_factor: float,
+    def __init__(self, theta_star, quadratics, membership, iterations: int, threshold: float, metric: str,
                  relative_margin: float = 1e-2, absolute_margin: float = 1e-4, look_every: int = 10):
         self.theta_star = np.asarray(theta_star, dtype=float)
+        self.quadratics = list(quadratics)
         self.membership = np.asarray(membership)
         self.iterations, self.threshold, self.metric = iterations, threshold, metric
-        self.gradient_factor, self.look_every = gradient_factor, look_every
+        self.look_every = look_every
         self.margin = relative_margin * threshold + absolute_margin
         self.outcomes: dict[tuple[int, int], tuple] = {}
         self._previous: dict[tuple[int, int], tuple[bytes, int]] = {}  # run -> (partition, looks held)
         self._next_try: dict[tuple[int, int], tuple[int, int]] = {}  # run -> (iteration, wait) back-off
-        self._quadratics: dict[int, ClusterQuadratics] = {}  # problem -> its machine sets' quadratics
-
-    def _problem(self, problem, view, row) -> ClusterQuadratics:
-        """The problem's quadratics, on a float64 copy of its data (made once)."""
-        if problem not in self._quadratics:
-            features = view.features[row]
-            self._quadratics[problem] = ClusterQuadratics(
-                features.double(), view.responses[row].double(), self.membership,
-                self.gradient_factor / features.shape[0])
-        return self._quadratics[problem]
 
     def _worth_a_look(self, problem, partition, looks, shared, runs, remaining, view) -> bool:
         """Whether a certificate is worth its cost for a run whose partition has held for
         ``looks`` looks (at least one: a partition in flux is not looked at).
 
         A known partition costs nothing. A new one costs the Gram matrices of the machines
-        :meth:`ClusterQuadratics.gram_machines` counts, ``2 n d^2`` float64 flops each; it is
+        :meth:`~cflbounds.sweeps.cluster_quadratics.ClusterQuadratics.gram_machines` counts, ``2 n d^2`` float64 flops each; it is
         computed only if the run-iterations a certificate could save are worth that many times
         more: four for a partition within 5% of the true one up to relabelling (the only kind
         that can end below the threshold: it can decide its trial, saving all ``runs`` of it;
@@ -82,9 +72,7 @@ class FinalDistanceCertificate:
         one seldom holds). An iteration of one run costs ``4 m n d k`` float32 flops."""
         if looks < 1:
             return False
-        quadratics = self._quadratics.get(problem)
-        machines = sum(ClusterQuadratics.gram_machines(quadratics, self.membership, partition == j)
-                       for j in np.unique(partition))
+        machines = sum(self.quadratics[problem].gram_machines(partition == j) for j in np.unique(partition))
         if machines == 0:
             return True
         m, n, d = view.features.shape[1:]
@@ -144,7 +132,7 @@ class FinalDistanceCertificate:
         (``success``) or above (``failure``) the threshold by the margin, else None. The
         interval comes first (it needs only the fixed points); the partition's certainty, which
         needs every machine's loss at every model, is checked only when the interval decides."""
-        quadratics = self._problem(problem, view, row)
+        quadratics = self.quadratics[problem]
         models = view.models[row, slot].double()
         k = models.shape[0]
         centers, radii, errors, contraction = [], [], [], []

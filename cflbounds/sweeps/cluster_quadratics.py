@@ -62,6 +62,14 @@ class ClusterQuadratics:
     cluster of each machine, ``scale`` the factor ``c`` of ``H`` and ``b``.
     """
 
+    @classmethod
+    def of_problem(cls, features: torch.Tensor, responses: torch.Tensor, membership,
+                   gradient_factor: float) -> "ClusterQuadratics":
+        """The quadratics of one problem's ``(m, n, d)`` features and ``(m, n)`` responses (any
+        dtype; a float64 copy is made) under gradient averaging: ``c`` is the loss convention's
+        ``gradient_factor`` over ``m`` (Alg. 1 line 13 divides the sum by m)."""
+        return cls(features.double(), responses.double(), membership, gradient_factor / features.shape[0])
+
     def __init__(self, features: torch.Tensor, responses: torch.Tensor, membership, scale: float):
         self.features, self.responses, self.scale = features, responses, scale
         self.membership = np.asarray(membership)
@@ -126,23 +134,27 @@ class ClusterQuadratics:
             self._quadratics[key] = self._solve(mask)
         return self._quadratics[key]
 
-    @staticmethod
-    def gram_machines(quadratics: "ClusterQuadratics | None", membership, mask: np.ndarray) -> int:
-        """How many machines' Gram matrices the quadratic of ``mask`` needs computed
-        (:meth:`_assemble`), on ``quadratics`` as it stands (None: a problem not started, with
-        no block computed yet); 0 if it is known."""
-        if quadratics is not None and mask.tobytes() in quadratics._quadratics:
+    def gram_machines(self, mask: np.ndarray) -> int:
+        """How many machines' Gram matrices the quadratic of ``mask`` still needs computed
+        (:meth:`_assemble`, with the true clusters' blocks computed so far); 0 if it is known."""
+        if mask.tobytes() in self._quadratics:
             return 0
-        blocks = quadratics._blocks if quadratics is not None else {}
         count = 0
-        for cluster in np.unique(membership):
-            members = membership == cluster
+        for cluster in np.unique(self.membership):
+            members = self.membership == cluster
             inside, outside = int(np.sum(members & mask)), int(np.sum(members & ~mask))
             if inside and outside < inside:
-                count += outside + (0 if cluster in blocks else inside + outside)
+                count += outside + (0 if cluster in self._blocks else inside + outside)
             else:
                 count += inside
         return count
+
+    def true_contraction(self, step: float) -> float | None:
+        """The largest :meth:`contraction` at ``step`` over the true clusters' quadratics: how fast
+        a run holding the true partition approaches its fixed points (None: some cluster does
+        not contract)."""
+        factors = [self.contraction(self.membership == cluster, step) for cluster in np.unique(self.membership)]
+        return None if None in factors else max(factors)
 
     def contraction(self, mask: np.ndarray, step: float) -> float | None:
         """:meth:`ClusterQuadratic.contraction` of ``mask``'s quadratic at ``step``, with a tight

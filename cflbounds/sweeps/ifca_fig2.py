@@ -30,8 +30,10 @@ from ..algorithms.trace import matched_distances
 from ..algorithms.squared_loss import LOSS_CONVENTIONS, iteration_flops
 from ..synthetic import make_mixed_linear_regression
 from .certificate import FinalDistanceCertificate
+from .cluster_quadratics import ClusterQuadratics
 from .grid import cell_key, expand, trial_seeds
 from .resources import available_memory, format_bytes
+from .step_order import step_waves
 
 __all__ = ["VARIANTS", "PANELS", "fig2_cells", "run_fig2_cell", "trial_outcomes", "trials_per_batch", "cell_memory",
            "cell_flops", "cell_seconds", "check_memory", "assumed_rate", "runs_per_trial", "ASSUMED_FLOPS"]
@@ -199,50 +201,66 @@ def _threshold(cell) -> float:
 
 
 def run_fig2_cell(cell: dict, device: str = "cpu") -> pd.DataFrame:
-    """All runs of one cell: one row per (trial, restart, step size) with its final state."""
+    """All runs of one cell: one row per (trial, restart, step size) with its final state.
+
+    With early exit the runs of a batch of trials go in two waves of step sizes
+    (:mod:`cflbounds.sweeps.step_order`); without it, all at once to the end."""
     check_memory([cell], device)  # a cell that cannot fit is refused before anything is allocated
     k, m, n, d = cell["k"], cell["m"], cell["n"], cell["d"]
-    variant = cell["variant"]
     seeds = trial_seeds(cell["seed"], _problem_key(cell), cell["trials"])
     chunk = trials_per_batch(cell, device)
+    decided = dict.fromkeys(STEP_SIZES[k], 0)  # step size -> trials of the cell a run at it succeeded in
     frames = []
     for start in range(0, len(seeds), chunk):
         problem = make_mixed_linear_regression(
-            k, m, n, d, sigma=cell["sigma"], truth=variant, scale=cell["r"], batch_size=len(seeds[start:start + chunk]),
-            seed=list(seeds[start:start + chunk]), dtype=cell["dtype"], device=device,
+            k, m, n, d, sigma=cell["sigma"], truth=cell["variant"], scale=cell["r"],
+            batch_size=len(seeds[start:start + chunk]), seed=list(seeds[start:start + chunk]), dtype=cell["dtype"],
+            device=device,
         )
-        certificate = None
-        if cell["early_exit"]:
+        trials = np.arange(start, start + problem.batch_size)
+        if not cell["early_exit"]:
+            frames.append(_rows(cell, trials, _run(cell, problem, STEP_SIZES[k]), {}))
+            continue
+        quadratics = [ClusterQuadratics.of_problem(problem.features[b], problem.responses[b], problem.membership,
+                                                   LOSS_CONVENTIONS["mean"](n)) for b in range(problem.batch_size)]
+        waiting = np.arange(problem.batch_size)  # trials of the batch no run has decided yet
+        for steps in step_waves(STEP_SIZES[k], decided, quadratics):
+            if waiting.size < problem.batch_size:
+                frames.append(_stopped_rows(cell, problem, trials, np.setdiff1d(trials - start, waiting), steps))
+            if waiting.size == 0:
+                continue
+            wave = problem if waiting.size == problem.batch_size else problem.subset(waiting)
             certificate = FinalDistanceCertificate(
-                problem.theta_star_exact, problem.membership, cell["iterations"], _threshold(cell),
-                "nearest" if variant == "official" else "matched", LOSS_CONVENTIONS["mean"](n),
-            )
-        trace = ifca(
-            problem, iterations=cell["iterations"], step_sizes=STEP_SIZES[k], restarts=cell["restarts"],
-            init=variant, shared_inits=cell["shared_inits"], seed=cell["seed"], monitor=certificate,
-            monitor_every=certificate.look_every if certificate else 10,
-        )
-        frames.append(_rows(cell, trace, start, certificate.outcomes if certificate else {}))
-    return pd.concat(frames, ignore_index=True)
+                wave.theta_star_exact, [quadratics[b] for b in waiting], wave.membership, cell["iterations"],
+                _threshold(cell), "nearest" if cell["variant"] == "official" else "matched")
+            rows = _rows(cell, trials[waiting], _run(cell, wave, steps, certificate), certificate.outcomes)
+            frames.append(rows)
+            succeeded = rows[_run_succeeded(rows)]
+            for step in steps:
+                decided[step] += succeeded.loc[succeeded["step_size"] == step, "trial"].nunique()
+            waiting = waiting[~np.isin(trials[waiting], succeeded["trial"].to_numpy())]
+    order = {step: position for position, step in enumerate(STEP_SIZES[k])}
+    rows = pd.concat(frames, ignore_index=True)
+    return rows.sort_values(["trial", "restart", "step_size"], key=lambda column: column.map(order)
+                            if column.name == "step_size" else column, kind="stable", ignore_index=True)
 
 
-def _rows(cell, trace, first_trial, outcomes) -> pd.DataFrame:
+def _run(cell, problem, steps, certificate=None):
+    """IFCA on the batch's problems at ``steps``, every restart: the trace."""
+    return ifca(problem, iterations=cell["iterations"], step_sizes=steps, restarts=cell["restarts"],
+                init=cell["variant"], shared_inits=cell["shared_inits"], seed=cell["seed"], monitor=certificate,
+                monitor_every=certificate.look_every if certificate else 10)
+
+
+def _rows(cell, trials, trace, outcomes) -> pd.DataFrame:
+    """The rows of the runs of ``trace`` (of the problems of ``trials``), with the
+    certificate's ``outcomes``."""
     B, R = trace.diverged.shape
     certified = [[outcomes.get((b, r), ("",) + (np.nan,) * 3) for r in range(R)] for b in range(B)]
     final = trace.distances[:, :, -1]  # NaN rows for diverged runs stay NaN
-    nearest = final.min(axis=-1).mean(axis=-1)
-    matched = matched_distances(final).mean(axis=-1)
-    return pd.DataFrame({
-        "variant": cell["variant"],
-        "panel": cell["panel"],
-        **{axis: cell[axis] for axis in AXES},
-        "threshold": _threshold(cell),
-        "trial": np.repeat(np.arange(B) + first_trial, R),
-        "problem_seed": np.repeat(np.array(trace.problem_seeds, dtype=np.uint64), R),
-        "restart": np.tile(trace.run_restart, B),
-        "step_size": np.tile(trace.run_step_size, B),
-        "dist_nearest": nearest.ravel(),
-        "dist_matched": matched.ravel(),
+    return _frame(cell, trials, trace.problem_seeds, trace.run_restart, trace.run_step_size, {
+        "dist_nearest": final.min(axis=-1).mean(axis=-1).ravel(),
+        "dist_matched": matched_distances(final).mean(axis=-1).ravel(),
         "misassigned": trace.misassigned[:, :, -1].ravel(),
         "diverged": trace.diverged.ravel(),
         "diverged_at": trace.diverged_at.ravel(),
@@ -252,6 +270,46 @@ def _rows(cell, trace, first_trial, outcomes) -> pd.DataFrame:
         "final_lower": [c[2] for row in certified for c in row],
         "final_upper": [c[3] for row in certified for c in row],
     })
+
+
+def _stopped_rows(cell, problem, trials, positions, steps) -> pd.DataFrame:
+    """Rows of runs never started because their trial (batch ``positions``) was decided:
+    ``stopped`` at iteration 0, no final state."""
+    runs = len(positions) * cell["restarts"] * len(steps)
+    return _frame(cell, trials[positions], [problem.seeds[b] for b in positions],
+                  np.repeat(np.arange(cell["restarts"]), len(steps)), np.tile(np.asarray(steps, float), cell["restarts"]), {
+                      "dist_nearest": np.full(runs, np.nan), "dist_matched": np.full(runs, np.nan),
+                      "misassigned": np.full(runs, -1), "diverged": np.zeros(runs, bool),
+                      "diverged_at": np.full(runs, -1), "collapsed": np.zeros(runs, bool),
+                      "retired_at": np.zeros(runs, int), "certified": ["stopped"] * runs,
+                      "final_lower": np.full(runs, np.nan), "final_upper": np.full(runs, np.nan)})
+
+
+def _frame(cell, trials, seeds, restart, step, runs: dict) -> pd.DataFrame:
+    """The result rows' layout: the cell's keys, then per run (trial-major, ``restart`` and
+    ``step`` per run of one trial) its identity, then the ``runs`` columns."""
+    per_trial = len(restart)
+    return pd.DataFrame({
+        "variant": cell["variant"],
+        "panel": cell["panel"],
+        **{axis: cell[axis] for axis in AXES},
+        "threshold": _threshold(cell),
+        "trial": np.repeat(np.asarray(trials), per_trial),
+        "problem_seed": np.repeat(np.array(seeds, dtype=np.uint64), per_trial),
+        "restart": np.tile(restart, len(trials)),
+        "step_size": np.tile(step, len(trials)),
+        **runs,
+    })
+
+
+def _run_distance(rows: pd.DataFrame) -> np.ndarray:
+    """A run's final distance by its variant's metric (NaN for a diverged or retired run)."""
+    return np.where(rows["variant"] == "official", rows["dist_nearest"], rows["dist_matched"])
+
+
+def _run_succeeded(rows: pd.DataFrame) -> np.ndarray:
+    """Runs that end below the threshold: finished there, or certified to."""
+    return (_run_distance(rows) < rows["threshold"].to_numpy()) | (rows["certified"] == "success").to_numpy()
 
 
 def trial_outcomes(rows: pd.DataFrame) -> pd.DataFrame:
@@ -273,7 +331,7 @@ def trial_outcomes(rows: pd.DataFrame) -> pd.DataFrame:
       a trial that has one; the upper end stands. Without early exit both equal
       ``best_finished_distance``.
     """
-    distance = np.where(rows["variant"] == "official", rows["dist_nearest"], rows["dist_matched"])
+    distance = _run_distance(rows)
     rows = rows.assign(
         distance=distance,  # NaN for a diverged or retired run
         lower=pd.Series(distance, index=rows.index).fillna(rows["final_lower"]),
