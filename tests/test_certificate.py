@@ -18,6 +18,11 @@ KEYS = ["trial", "restart", "step_size"]
 # the certificate is exact arithmetic in float64; the runs are float32, whose rounding over a few
 # hundred steps of size <= 1 on O(1) models stays far below 1e-4
 FLOAT32_TOLERANCE = 1e-4
+# A run that finished in both is computed in batches of other widths (runs leave, step sizes go in
+# waves), which a float32 GEMM rounds differently; a run that oscillates without converging (step
+# 1.0) amplifies that: measured 2.3 % at T = 300 (official, d = 50, m = n = 16, r = 0.1,
+# sigma = 0.4, trial 3, restart 1: 0.4929 against 0.4820), while converging runs agree to 1e-6.
+FINISHED_RTOL = 0.05
 
 
 def run_both(panel, variant, overrides, **protocol):
@@ -70,15 +75,17 @@ def check_certificates(pairs):
 
 
 def check_best_distance_brackets(early_trials, full_trials, label):
-    """The early-exit bracket of a trial's best final distance holds the full run's best; a full
-    run's bracket is its best finished distance; a failed trial's lower end is at the threshold."""
+    """The early-exit bracket of a trial's best final distance holds the full run's best (to the
+    rounding of finished runs, FINISHED_RTOL); a full run's bracket is its best finished
+    distance; a failed trial's lower end is at the threshold."""
     best = full_trials["best_finished_distance"].to_numpy()
     for column in ("best_distance_lower", "best_distance_upper"):
         np.testing.assert_array_equal(full_trials[column].to_numpy(), best, err_msg=label)
     lower, upper = early_trials["best_distance_lower"].to_numpy(), early_trials["best_distance_upper"].to_numpy()
     known = ~np.isnan(lower)
-    assert (best[known] >= lower[known] - FLOAT32_TOLERANCE).all(), label
-    assert (best <= upper + FLOAT32_TOLERANCE).all(), label
+    slack = FLOAT32_TOLERANCE + FINISHED_RTOL * np.abs(best)
+    assert (best[known] >= lower[known] - slack[known]).all(), label
+    assert (best <= upper + slack).all(), label
     failed = ~early_trials["success"].to_numpy()
     assert (lower[failed] >= early_trials["threshold"].to_numpy()[failed] - FLOAT32_TOLERANCE).all(), label
 

@@ -47,7 +47,7 @@ class FinalDistanceCertificate:
     """
 
     def __init__(self, theta_star, quadratics, membership, iterations: int, threshold: float, metric: str,
-                 relative_margin: float = 1e-2, absolute_margin: float = 1e-4, look_every: int = 10):
+                 relative_margin: float = 1e-2, absolute_margin: float = 1e-4, look_every: int = 5):
         self.theta_star = np.asarray(theta_star, dtype=float)
         self.quadratics = list(quadratics)
         self.membership = np.asarray(membership)
@@ -56,30 +56,32 @@ class FinalDistanceCertificate:
         self.margin = relative_margin * threshold + absolute_margin
         self.outcomes: dict[tuple[int, int], tuple] = {}
         self._previous: dict[tuple[int, int], tuple[bytes, int]] = {}  # run -> (partition, looks held)
-        self._next_try: dict[tuple[int, int], tuple[int, int]] = {}  # run -> (iteration, wait) back-off
 
     def _worth_a_look(self, problem, partition, looks, shared, runs, remaining, view) -> bool:
         """Whether a certificate is worth its cost for a run whose partition has held for
-        ``looks`` looks (at least one: a partition in flux is not looked at).
+        ``looks`` looks.
 
-        A known partition costs nothing. A new one costs the Gram matrices of the machines
-        :meth:`~cflbounds.sweeps.cluster_quadratics.ClusterQuadratics.gram_machines` counts, ``2 n d^2`` float64 flops each; it is
-        computed only if the run-iterations a certificate could save are worth that many times
-        more: four for a partition within 5% of the true one up to relabelling (the only kind
-        that can end below the threshold: it can decide its trial, saving all ``runs`` of it;
-        float64 runs at half the float32 rate, and a certificate may fail), sixteen for another
-        (it can only retire the ``shared`` runs that hold it, and a partition far from the true
-        one seldom holds). An iteration of one run costs ``4 m n d k`` float32 flops."""
-        if looks < 1:
-            return False
+        A known partition costs next to nothing: it is looked at every time. A new one costs
+        the Gram matrices of the machines
+        :meth:`~cflbounds.sweeps.cluster_quadratics.ClusterQuadratics.gram_machines` counts,
+        ``2 n d^2`` float64 flops each; it is computed only once it has held for a look (a
+        partition in flux is not solved) and if the run-iterations a certificate could save are
+        worth that many times more: four for a partition within 5% of the true one up to
+        relabelling (the only kind that can end below the threshold: it can decide its trial,
+        saving all ``runs`` of it; float64 runs at half the float32 rate, and a certificate may
+        fail), sixteen for another (it can only retire the ``shared`` runs that hold it, and a
+        partition far from the true one seldom holds). An iteration of one run costs
+        ``2 m n d (k + 1)`` float32 flops (:func:`~cflbounds.algorithms.squared_loss.iteration_flops`)."""
         machines = sum(self.quadratics[problem].gram_machines(partition == j) for j in np.unique(partition))
         if machines == 0:
             return True
+        if looks < 1:
+            return False
         m, n, d = view.features.shape[1:]
         k = view.models.shape[2]
         near_true = self._misclustered(partition) <= 0.05 * partition.size
         saved = (runs if near_true else shared.get(_canonical(partition), 0)) * remaining
-        return saved * 4 * m * n * d * k >= (4 if near_true else 16) * machines * 2 * n * d * d
+        return saved * 2 * m * n * d * (k + 1) >= (4 if near_true else 16) * machines * 2 * n * d * d
 
     def _misclustered(self, partition) -> int:
         """Machines outside their true cluster under the best relabelling of the models."""
@@ -107,12 +109,7 @@ class FinalDistanceCertificate:
             if np.any(partition < 0) or not self._worth_a_look(problem, partition, looks, shared[row],
                                                                int(occupied[row].sum()), remaining, view):
                 continue
-            when, wait = self._next_try.get((problem, run), (0, 1))
-            if view.iteration < when:
-                continue
             decided = self._verdict(view, row, slot, problem, partition, steps[row, slot], remaining)
-            # an undecided run is looked at again after 1, 2, 4, ... further looks
-            self._next_try[(problem, run)] = (view.iteration + wait * self.look_every, 2 * wait)
             if decided is None:
                 continue
             verdict, lower, upper = decided
