@@ -151,7 +151,7 @@ def machine_rates(m: int, n: int, d: int, runs: int, k: int, repeats: int = 15) 
 
     shapes = {
         "gemm": (lambda: torch.bmm(X, models.transpose(1, 2)), gemm_flops(m * n, d, runs * k)),
-        "grad_gemm": (lambda: torch.matmul(Xm.transpose(-1, -2), residual), gemm_flops(m * n, d, runs)),
+        "grad_gemm": (lambda: torch.matmul(residual.transpose(-1, -2), Xm), gemm_flops(m * n, d, runs)),
         "matvec_np": (per_machine_matvec, 2.0 * m * n * d),
         "rmatvec_np": (per_machine_rmatvec, 2.0 * m * n * d),
         "matvec_torch": (lambda: torch.mv(X[0], v), 2.0 * m * n * d),
@@ -353,6 +353,7 @@ def bench_cell(cell: dict, args) -> dict:
     fig["skipped_retired"] = float(skipped.sum()) / run_iterations
     fig["skipped_decided"] = float(skipped[kinds != "failure"].sum()) / run_iterations
     fig["skipped_failure"] = float(skipped[kinds == "failure"].sum()) / run_iterations
+    fig["skipped_unstarted"] = float(skipped[(kinds == "stopped") & (retired == 0)].sum()) / run_iterations
     leave = np.where(diverged_at >= 0, diverged_at, retired).reshape(B, R)
     problems, width = slots_per_iteration(leave, T)
     fig["slot_fraction_product"] = float((problems * width).sum()) / run_iterations
@@ -371,7 +372,7 @@ def bench_cell(cell: dict, args) -> dict:
                                              0).sum()) / run_iterations
     print(f"  torch float32 rates (median of 15, mean of before/after the loop): GEMM ({m * n}x{d})@({d}x{R * k}) "
           f"{rates['gemm']:.1f} GFLOP/s [before {before['gemm']:.1f}, after {after['gemm']:.1f}, best "
-          f"{max(before['gemm_best'], after['gemm_best']):.1f}]; per-machine gradient GEMM ({d}x{n})@({n}x{R}) "
+          f"{max(before['gemm_best'], after['gemm_best']):.1f}]; per-machine gradient GEMM ({R}x{n})@({n}x{d}) "
           f"{rates['grad_gemm']:.1f}; mat-vec: numpy per machine ({n}x{d})@v {rates['matvec_np']:.1f}, "
           f"X_i^T r {rates['rmatvec_np']:.1f}, torch ({m * n}x{d})@v {rates['matvec_torch']:.1f}")
     print(f"  roofline ratio GEMM / numpy per-machine mat-vec = {rates['gemm'] / rates['matvec_np']:.1f}x "
@@ -462,7 +463,8 @@ def print_summary(figs: list[dict], args) -> None:
          f"run-iterations skipped {100 * weighted('skipped_diverged'):.0f}%, slots worked {100 * slot_plain:.0f}%"),
         ("saving: early exit", f"{exit_factor:.2f}x ({share(exit_factor)})",
          f"run-iterations retired {100 * weighted('skipped_retired'):.0f}% (trial decided "
-         f"{100 * weighted('skipped_decided'):.0f}%, certified failures {100 * weighted('skipped_failure'):.0f}%)"),
+         f"{100 * weighted('skipped_decided'):.0f}%, of which never started: its second wave of step sizes "
+         f"{100 * weighted('skipped_unstarted'):.0f}%; certified failures {100 * weighted('skipped_failure'):.0f}%)"),
         ("  early exit, work only", f"{slot_plain / weighted('slot_fraction_product'):.2f}x",
          "slot-iterations plain / with early exit"),
         ("certificate's own time", f"{100 * total('t_certificate') / t_product:.1f}%",

@@ -3,11 +3,10 @@ the run slots the batched loop actually works on.
 
 The batched loop's count, ``iteration_flops(m, n, d, k, slots)``, lives beside the kernels it
 counts (``cflbounds/algorithms/squared_loss.py``), where ``cflbounds sweep`` uses it for its
-time estimate; it is re-exported here. Its two GEMMs, ``(m n x d) @ (d x C k)`` and
-``(d x m n) @ (m n x C k)``, dominate.
+time estimate; it is re-exported here. Its GEMMs, ``(m n x d) @ (d x C k)`` (every model's
+residuals) and, per machine, ``(C x n) @ (n x d)`` (the chosen model's gradient), dominate.
 
-The reference does the useful part of this arithmetic per run as ``k + 1`` mat-vecs per
-machine (the GEMM form also multiplies the zeroed residuals of the models not chosen).
+The reference does the same arithmetic per run as ``k + 1`` mat-vecs per machine.
 """
 from __future__ import annotations
 
