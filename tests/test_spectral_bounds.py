@@ -81,8 +81,7 @@ def test_error_widens_both_bounds():
 
 
 # -- the cluster quadratics ---------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def problem():
+def make_problem():
     """12 machines of 6 points in d = 8, two true clusters (interleaved), float64."""
     rng = np.random.default_rng(5)
     m, n, d = 12, 6, 8
@@ -91,6 +90,11 @@ def problem():
     y = rng.standard_normal((m, n))
     scale = 2.0 / n / m
     return ClusterQuadratics(torch.as_tensor(x), torch.as_tensor(y), membership, scale), x, y, scale
+
+
+@pytest.fixture(scope="module")
+def problem():
+    return make_problem()
 
 
 MASKS = {
@@ -123,6 +127,23 @@ def test_quadratic_agrees_with_a_direct_least_squares_solution(problem, name):
         # near 2 / lambda_max a loose upper bound may refuse, but never claim a smaller factor
         assert factor is None or factor >= max(abs(1 - step * exact[0]), abs(1 - step * exact[-1]))
     assert quadratics.contraction(mask, 2.0 / exact[-1]) is None  # not a contraction at 2 / lambda_max
+
+
+@pytest.mark.parametrize("name", MASKS)
+def test_a_refused_step_leaves_the_bounds_of_smaller_steps_intact(name):
+    """A step refused because a Rayleigh quotient already reaches 2 / step (a lower bound on
+    lambda_max) must not make that lower bound serve as an upper one: a smaller step, where the
+    lambda_max side decides the factor, still gets a factor at least the exact one."""
+    quadratics, x, _, scale = make_problem()  # nothing cached yet
+    mask = MASKS[name]
+    rows = x[mask].reshape(-1, x.shape[-1])
+    exact = np.linalg.eigvalsh(scale * rows.T @ rows)
+    assert quadratics.contraction(mask, 2.5 / exact[-1]) is None
+    # past 2 / (lambda_min + lambda_max) the factor is |1 - step lambda_max|
+    step = 1.99 / exact[-1]
+    assert step > 2 / (exact[0] + exact[-1])
+    factor = quadratics.contraction(mask, step)
+    assert factor is None or factor >= step * exact[-1] - 1
 
 
 def test_too_few_points_give_no_quadratic(problem):

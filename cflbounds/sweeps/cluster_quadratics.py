@@ -39,8 +39,8 @@ _GRAM_BLOCKS = 3
 class ClusterQuadratic:
     """One machine set's quadratic: ``fixed`` point (float64 ``(d,)``) within ``fixed_error``
     of the exact one, eigenvalues of ``H`` in ``[lower, upper]`` (``lower > 0``; ``upper`` is
-    Gershgorin's bound unless ``tight``), and ``residual_norms[i] = ||X_i fixed - y_i||`` for
-    every machine of the problem."""
+    Gershgorin's bound unless ``tight``), ``lambda_max`` at least ``top_floor`` (0: not
+    computed), and ``residual_norms[i] = ||X_i fixed - y_i||`` for every machine of the problem."""
 
     fixed: torch.Tensor
     fixed_error: float
@@ -48,10 +48,14 @@ class ClusterQuadratic:
     upper: float
     residual_norms: np.ndarray
     tight: bool = False
+    top_floor: float = 0.0
 
     def contraction(self, step: float) -> float:
         """``max |1 - step lambda|`` over ``[lower, upper]``: the factor by which gradient descent
-        with this step shrinks the distance to the fixed point (not a contraction if >= 1)."""
+        with this step shrinks the distance to the fixed point (not a contraction if >= 1;
+        infinite when ``step * top_floor >= 2``: some direction does not shrink)."""
+        if step * self.top_floor >= 2:
+            return np.inf
         return max(abs(1 - step * self.lower), abs(1 - step * self.upper))
 
 
@@ -163,13 +167,18 @@ class ClusterQuadratics:
         quadratic = self.quadratic(mask)
         if quadratic is None:
             return None
-        if step * quadratic.upper > 2 - step * quadratic.lower and not quadratic.tight:
+        if step * quadratic.upper > 2 - step * quadratic.lower and not quadratic.tight \
+                and step * quadratic.top_floor < 2:
             hessian, error, _ = self._hessian(mask)
             estimate = rayleigh_quotient(hessian)
-            # a Rayleigh quotient is below lambda_max: at or past 2 / step, no bound can help
+            # a Rayleigh quotient is below lambda_max: at or past 2 / step no upper bound can help, and
+            # the lower bound it gives is kept apart (a smaller step still needs a true upper bound)
             floor = float(estimate - error) * (1 - gamma(hessian.shape[0] + 2))
-            upper = floor if step * floor >= 2 else float(upper_bound(hessian, error, estimate))
-            quadratic = replace(quadratic, upper=min(quadratic.upper, upper), tight=True)
+            if step * floor >= 2:
+                quadratic = replace(quadratic, top_floor=floor)
+            else:
+                upper = float(upper_bound(hessian, error, estimate))
+                quadratic = replace(quadratic, upper=min(quadratic.upper, upper), tight=True, top_floor=floor)
             self._quadratics[mask.tobytes()] = quadratic
         factor = quadratic.contraction(step)
         return factor if factor < 1 else None
