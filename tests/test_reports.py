@@ -393,3 +393,36 @@ def test_plot_is_a_list_of_specs_and_old_single_specs_are_wrapped():
         Verdict(id="X", verdict="holds", evidence={}, seed=0, trials=1, confidence=0.95, plot=spec)
     with pytest.raises(TypeError, match="list of figure specs"):
         figure_specs("a spec")
+
+
+def test_a_sweep_report_opens_with_its_settings_runs_and_success_table():
+    """No empty claims table: the first page of a sweep's report names its settings, every run
+    that wrote to the store (revision, finished or stopped) and each cell's successes, all
+    inside the page and not overlapping."""
+    from cflbounds.reports.outputs import _sweep_sections, success_summary
+    from cflbounds.sweeps.ifca_fig2 import fig2_cells, run_fig2_cell, trial_outcomes
+
+    cells = fig2_cells(("a",), ("official",), {"d": [16], "m": [8], "n": [8], "r": [0.5, 1.0], "sigma": [0.1]},
+                       trials=4, restarts=2, iterations=40)
+    summary = success_summary(trial_outcomes(pd.concat([run_fig2_cell(cell) for cell in cells])))
+    manifest = {"settings": {"trials": 4, "seed": 0}, "runs": [
+        {"started": "2026-11-27T09:25:13+00:00", "finished": None, "revision": "c7b1fca35302ace9", "cells_to_compute": 2,
+         "threads": 2, "command": ["cflbounds", "sweep", "ifca-fig2", "--panel", "a"]},
+        {"started": "2026-11-27T12:15:25+00:00", "finished": "2026-11-27T13:17:51+00:00", "revision": "40d28846fc04",
+         "cells_to_compute": 1, "threads": 1, "command": ["cflbounds", "sweep", "--resume"]}]}
+    pages = _summary_pages([], "cflbounds sweep ifca-fig2", datetime.now(timezone.utc),
+                           _sweep_sections(manifest, summary))
+    shown = [t.get_text() for page in pages for t in page.texts]
+    assert not any("claims:" in text for text in shown)
+    assert "Success per cell" in shown and "Runs that wrote to the store" in shown
+    assert {"stopped", "2026-11-27 13:17", "c7b1fca353", "40d28846fc"} <= set(shown)
+    counts = [f"{int(row.successes)}/{int(row.trials)}" for row in summary.itertuples()]
+    assert len(counts) == 2 and all(count in shown for count in counts)
+    assert "trials 4" in " ".join(shown)
+    for page in pages:
+        renderer, texts, axes = _boxes(page)
+        inked = page.get_tightbbox(renderer)
+        assert inked.x0 >= 0 and inked.y0 >= 0 and inked.x1 <= PAGE_WIDTH and inked.y1 <= PAGE_HEIGHT
+        for i, a in enumerate(texts):
+            for b in texts[i + 1:]:
+                assert not a.overlaps(b), (a, b)

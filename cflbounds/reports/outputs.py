@@ -86,6 +86,35 @@ def write_sweep_outputs(store: ResultStore, cells) -> dict:
         path = store.directory / f"figure-{index + 1}.png"
         figure.savefig(path, dpi=120)
         paths.append(path)
-    report = build_report([], store.directory / "report.pdf", title="cflbounds sweep ifca-fig2", extra_figures=figures)
+    report = build_report([], store.directory / "report.pdf", title="cflbounds sweep ifca-fig2", extra_figures=figures,
+                          sections=_sweep_sections(store.read_manifest() or {}, summary))
     text = summary.to_string(index=False, float_format=lambda v: f"{v:.3g}")
     return {"figures": paths, "report": report, "summary_text": text}
+
+
+def _sweep_sections(manifest: dict, summary: pd.DataFrame) -> list[tuple]:
+    """The sweep report's first page: its settings, every run that wrote to the store (its
+    provenance) and the success table the figures draw."""
+    settings = manifest.get("settings", {})
+    runs = manifest.get("runs", [])
+    when = lambda stamp: str(stamp)[:16].replace("T", " ")  # noqa: E731
+    run_rows = [[when(run.get("started", "")), when(run["finished"]) if run.get("finished") else "stopped",
+                 str(run.get("revision") or "")[:10], str(run.get("cells_to_compute", "")),
+                 str(run.get("threads", "")), " ".join(str(word) for word in run.get("command", [])[1:])]
+                for run in runs]
+    axes = [axis for axis in AXES if summary[axis].nunique() > 1]
+    success_rows = [[str(row["variant"]), str(row["panel"]), *(f"{row[axis]:g}" for axis in axes),
+                     f"{int(row['successes'])}/{int(row['trials'])}", f"{row['probability']:.3f}",
+                     f"[{row['low']:.3f}, {row['high']:.3f}]"] for _, row in summary.iterrows()]
+    share = min(0.1, 0.44 / max(1, len(axes)))
+    return [
+        ("Settings", ", ".join(f"{key} {value}" for key, value in sorted(settings.items())) or None,
+         ["cells", "runs (rows)"], [[str(len(summary)), str(int(summary["trials"].sum()))]], [0.2, 0.2]),
+        ("Runs that wrote to the store", "From sweep.json: start and finish (UTC, minutes; 'stopped' if the run was "
+         "stopped before its end), git revision, cells it had to compute, torch threads, command.",
+         ["started", "finished", "revision", "cells", "threads", "command"], run_rows,
+         [0.18, 0.18, 0.11, 0.06, 0.09, 0.38]),
+        ("Success per cell", "Trials (data seeds) that succeeded, with the 95% Clopper-Pearson interval.",
+         ["variant", "panel", *axes, "successes", "probability", "95% interval"], success_rows,
+         [0.14, 0.08, *([share] * len(axes)), 0.12, 0.12, 0.2]),
+    ]

@@ -208,22 +208,29 @@ def _run_settings(verdicts: list[dict]) -> dict[str, list[str]]:
     return {key: values for key, values in found.items() if values}
 
 
-def _summary_pages(verdicts: list[dict], title: str, generated: datetime) -> list[Figure]:
-    """The first page(s): run settings, verdict counts and the table of verdicts."""
+def _summary_pages(verdicts: list[dict], title: str, generated: datetime, sections=()) -> list[Figure]:
+    """The first page(s): run settings, verdict counts and the table of verdicts (none without
+    verdicts), then each ``(heading, text, columns, rows, widths)`` of ``sections``."""
     flow = _Flow(title)
     flow.text(title, fontsize=18, weight="bold", gap=0.05)
     flow.text(f"generated {generated:%Y-%m-%d %H:%M:%S %Z} by cflbounds {__version__}", fontsize=9, color="0.35")
     for key, values in _run_settings(verdicts).items():
         flow.text(f"{key}: {', '.join(values)}", fontsize=9, gap=0.02)
-    counts = Counter(v.get("verdict", "") for v in verdicts)
-    flow.text(f"{len(verdicts)} claims: " + ", ".join(f"{n} {name}" for name, n in counts.items()), fontsize=10,
-              gap=0.2)
-    # the summary is the row's content, whole (the table wraps it); the numbers are short
-    widths = [0.13, 0.14, 0.47, 0.08, 0.11, 0.07]
-    rows = [[str(v.get("id", "")), str(v.get("verdict", "")), str(v.get("summary") or ""),
-             _fmt(v.get("trials")), _fmt(v.get("confidence")), _fmt(v.get("seed"))] for v in verdicts]
-    fills = [[None, VERDICT_COLORS.get(v.get("verdict")), None, None, None, None] for v in verdicts]
-    flow.table(["claim", "verdict", "summary", "trials", "confidence", "seed"], rows, widths, fills)
+    if verdicts:
+        counts = Counter(v.get("verdict", "") for v in verdicts)
+        flow.text(f"{len(verdicts)} claims: " + ", ".join(f"{n} {name}" for name, n in counts.items()), fontsize=10,
+                  gap=0.2)
+        # the summary is the row's content, whole (the table wraps it); the numbers are short
+        widths = [0.13, 0.14, 0.47, 0.08, 0.11, 0.07]
+        rows = [[str(v.get("id", "")), str(v.get("verdict", "")), str(v.get("summary") or ""),
+                 _fmt(v.get("trials")), _fmt(v.get("confidence")), _fmt(v.get("seed"))] for v in verdicts]
+        fills = [[None, VERDICT_COLORS.get(v.get("verdict")), None, None, None, None] for v in verdicts]
+        flow.table(["claim", "verdict", "summary", "trials", "confidence", "seed"], rows, widths, fills)
+    for heading, text, columns, rows, widths in sections:
+        flow.heading(heading)
+        if text:
+            flow.text(text, fontsize=9, gap=0.1)
+        flow.table(columns, rows, widths)
     return flow.pages
 
 
@@ -266,6 +273,8 @@ def _figure_page(figure: Figure, title: str, claim: str | None) -> Figure:
     keep their size, so a figure drawn for the text width prints as drawn."""
     height = min(figure.get_figheight(), PAGE_HEIGHT - 2 * MARGIN - 1.0)
     figure.set_size_inches(PAGE_WIDTH, PAGE_HEIGHT)
+    if figure._suptitle is not None and figure._suptitle.get_text() == title:
+        figure._suptitle.set_text("")  # the page's heading says it, inside the text area
     flow = _Flow(title, page=figure)
     if claim:
         flow.text(f"{claim} (continued)", fontsize=8, color="0.4", gap=0.1)
@@ -283,15 +292,15 @@ def _number_pages(pages: list[Figure], title: str) -> None:
                   fontsize=8, color="0.4", ha="center", parse_math=False, transform=page.dpi_scale_trans)
 
 
-def report_pages(verdicts: list[dict], title: str, generated: datetime, extra_figures=()) -> list[Figure]:
-    """Every page of the report, numbered: the verdict table, each verdict's pages, and each
-    extra figure after its claim's pages (see :func:`build_report`)."""
+def report_pages(verdicts: list[dict], title: str, generated: datetime, extra_figures=(), sections=()) -> list[Figure]:
+    """Every page of the report, numbered: the verdict table and ``sections``, each verdict's
+    pages, and each extra figure after its claim's pages (see :func:`build_report`)."""
     ids = {v.get("id") for v in verdicts}
     after: dict = {}
     for figure_title, figure, *claim in extra_figures:
         owner = claim[0] if claim and claim[0] in ids else None
         after.setdefault(owner, []).append(_figure_page(figure, figure_title, owner))
-    pages = _summary_pages(verdicts, title, generated)
+    pages = _summary_pages(verdicts, title, generated, sections)
     for v in verdicts:
         pages += _verdict_pages(v) + after.pop(v.get("id"), [])
     pages += after.pop(None, [])
@@ -299,11 +308,14 @@ def report_pages(verdicts: list[dict], title: str, generated: datetime, extra_fi
     return pages
 
 
-def build_report(verdicts: list[dict], path, *, title: str = "cflbounds report", extra_figures=()) -> Path:
+def build_report(verdicts: list[dict], path, *, title: str = "cflbounds report", extra_figures=(),
+                 sections=()) -> Path:
     """Write a PDF report of ``verdicts`` (``Verdict.to_dict()`` dicts, or ``Verdict``
     objects) to ``path``, creating its directory if needed.
 
-    Page 1 (and following if needed) summarises the verdicts in a colored table; then
+    Page 1 (and following if needed) summarises the verdicts in a colored table (if there are
+    any), followed by ``sections``, each ``(heading, text, columns, rows, widths)``: a heading,
+    a paragraph (or None) and a table whose column ``widths`` are shares of the text width; then
     each verdict gets its own page(s). Each ``(title, figure)`` or ``(title, figure,
     claim_id)`` of ``extra_figures`` becomes an A4 page of its own, after the pages of
     claim ``claim_id`` when there is one in ``verdicts``, else at the end. Every page is
@@ -313,7 +325,7 @@ def build_report(verdicts: list[dict], path, *, title: str = "cflbounds report",
     path.parent.mkdir(parents=True, exist_ok=True)
     verdicts = [v.to_dict() if hasattr(v, "to_dict") else v for v in verdicts]
     generated = datetime.now(timezone.utc)
-    pages = report_pages(verdicts, title, generated, extra_figures)
+    pages = report_pages(verdicts, title, generated, extra_figures, sections)
     metadata = {"Title": title, "CreationDate": generated, "Creator": f"cflbounds {__version__}"}
     with PdfPages(path, metadata=metadata) as pdf:
         for page in pages:
