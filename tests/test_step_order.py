@@ -66,6 +66,7 @@ def test_any_first_wave_gives_the_full_runs_outcomes(monkeypatch, first):
         pairs.append((cell, early, full))
         keys = ["trial", "restart", "step_size"]
         assert early[keys].equals(full[keys])
+        assert early.dtypes.equals(full.dtypes)  # a store's cells share one schema, whatever ran them
         ran = (early["certified"] == "").to_numpy()
         np.testing.assert_allclose(early["dist_nearest"][ran], full["dist_nearest"][ran], rtol=WIDTH_RTOL)
         # a run never started belongs to a trial its first wave decided, and is not of that wave

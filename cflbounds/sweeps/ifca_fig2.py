@@ -276,13 +276,13 @@ def _stopped_rows(cell, problem, trials, positions, steps) -> pd.DataFrame:
     """Rows of runs never started because their trial (batch ``positions``) was decided:
     ``stopped`` at iteration 0, no final state."""
     runs = len(positions) * cell["restarts"] * len(steps)
-    return _frame(cell, trials[positions], [problem.seeds[b] for b in positions],
-                  np.repeat(np.arange(cell["restarts"]), len(steps)), np.tile(np.asarray(steps, float), cell["restarts"]), {
-                      "dist_nearest": np.full(runs, np.nan), "dist_matched": np.full(runs, np.nan),
-                      "misassigned": np.full(runs, -1), "diverged": np.zeros(runs, bool),
-                      "diverged_at": np.full(runs, -1), "collapsed": np.zeros(runs, bool),
-                      "retired_at": np.zeros(runs, int), "certified": ["stopped"] * runs,
-                      "final_lower": np.full(runs, np.nan), "final_upper": np.full(runs, np.nan)})
+    restart = np.repeat(np.arange(cell["restarts"]), len(steps))
+    step = np.tile(np.asarray(steps, float), cell["restarts"])
+    return _frame(cell, trials[positions], [problem.seeds[b] for b in positions], restart, step, {
+        "dist_nearest": np.full(runs, np.nan), "dist_matched": np.full(runs, np.nan),
+        "misassigned": np.full(runs, -1, dtype=np.int32), "diverged": np.zeros(runs, bool),
+        "diverged_at": np.full(runs, -1), "collapsed": np.zeros(runs, bool), "retired_at": np.zeros(runs, int),
+        "certified": ["stopped"] * runs, "final_lower": np.full(runs, np.nan), "final_upper": np.full(runs, np.nan)})
 
 
 def _frame(cell, trials, seeds, restart, step, runs: dict) -> pd.DataFrame:
