@@ -99,3 +99,17 @@ def test_the_cell_learns_which_step_decides(monkeypatch):
     last = {step: succeeded.loc[(succeeded["step_size"] == step) & (succeeded["trial"] < PROTOCOL["trials"] - 1),
                                 "trial"].nunique() for step in STEPS}
     assert seen[-1] == last and sum(last.values()) > 0
+
+
+def test_run_fractions_count_only_the_runs_computed():
+    """IFCA.F2's collapsed and diverged shares: 2 computed runs (one collapsed, one diverged),
+    one retired by its trial's success (counted: it ran), three never started (not counted)."""
+    import pandas as pd
+
+    from cflbounds.verify.ifca.success import run_fractions
+
+    rows = pd.DataFrame({"certified": ["", "", "stopped", "stopped", "stopped", "stopped"],
+                         "retired_at": [-1, -1, 40, 0, 0, 0],
+                         "collapsed": [True, False, False, False, False, False],
+                         "diverged": [False, True, False, False, False, False]})
+    assert run_fractions(rows) == {"collapsed_runs_fraction": 1 / 3, "diverged_runs_fraction": 1 / 3}

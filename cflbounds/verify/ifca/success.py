@@ -49,6 +49,15 @@ SCALES = {
 }
 
 
+def run_fractions(rows) -> dict[str, float]:
+    """Shares of collapsed and diverged runs among the runs computed: a run its decided trial
+    never started (``stopped`` at iteration 0, :mod:`cflbounds.sweeps.step_order`) has no final
+    state to count."""
+    computed = rows[~((rows["certified"] == "stopped") & (rows["retired_at"] == 0))]
+    return {"collapsed_runs_fraction": float(computed["collapsed"].mean()),
+            "diverged_runs_fraction": float(computed["diverged"].mean())}
+
+
 def _holm(p_values: list[float]) -> np.ndarray:
     """Holm-Bonferroni: which of the p-values are significant at family-wise level ALPHA."""
     order = np.argsort(p_values)
@@ -131,8 +140,7 @@ def check_f2(ctx: VerifyContext) -> Verdict:
         verdict = "inconclusive"
     evidence = {"trials": int(len(outcomes)), "cells": int(outcomes.groupby(["panel", *AXES]).ngroups),
                 "success_rate_overall": float(outcomes["success"].mean()),
-                "collapsed_runs_fraction": float(rows["collapsed"].mean()),
-                "diverged_runs_fraction": float(rows["diverged"].mean())}
+                **run_fractions(rows)}
     for axis, info in axes.items():
         evidence.update({f"{axis}_{key}": value for key, value in info.items() if key != "status"})
     summary = "; ".join(f"{axis}: {status}" for axis, status in statuses.items())
