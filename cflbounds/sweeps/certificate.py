@@ -38,10 +38,11 @@ class FinalDistanceCertificate:
     """An ``ifca(monitor=...)`` callback for the Fig. 2 protocol.
 
     ``theta_star`` ``(B, k*, d)`` float64 truths of the problems, ``quadratics`` their
-    :class:`~cflbounds.sweeps.cluster_quadratics.ClusterQuadratics` (one per problem of the batch, in order; shared with whoever
-    else asks them, e.g. :mod:`cflbounds.sweeps.step_order`), ``membership`` the true cluster of
-    each machine (to pick which partitions are worth a certificate), ``iterations`` T,
-    ``threshold`` the success distance, ``metric`` ``"nearest"`` or ``"matched"``.
+    :class:`~cflbounds.sweeps.cluster_quadratics.ClusterQuadratics` (one per problem of the
+    batch, in order; shared with whoever else asks them, e.g. :mod:`cflbounds.sweeps.step_order`),
+    ``membership`` the true cluster of each machine (to pick which partitions are worth a
+    certificate), ``iterations`` T, ``threshold`` the success distance, ``metric`` ``"nearest"``
+    or ``"matched"``, ``look_every`` the iterations between looks.
     ``outcomes[(problem, run)]`` collects ``(verdict, iteration, lower, upper)`` with
     verdict ``success``, ``failure`` or ``stopped`` (its trial was decided by another run).
     """
