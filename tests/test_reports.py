@@ -406,8 +406,8 @@ def test_a_sweep_report_opens_with_its_settings_runs_and_success_table():
                        trials=4, restarts=2, iterations=40)
     summary = success_summary(trial_outcomes(pd.concat([run_fig2_cell(cell) for cell in cells])))
     manifest = {"settings": {"trials": 4, "seed": 0}, "runs": [
-        {"started": "2026-11-27T09:25:13+00:00", "finished": None, "revision": "c7b1fca35302ace9", "cells_to_compute": 2,
-         "threads": 2, "command": ["cflbounds", "sweep", "ifca-fig2", "--panel", "a"]},
+        {"started": "2026-11-27T09:25:13+00:00", "finished": None, "revision": "c7b1fca35302ace9",
+         "cells_to_compute": 2, "threads": 2, "command": ["cflbounds", "sweep", "ifca-fig2", "--panel", "a"]},
         {"started": "2026-11-27T12:15:25+00:00", "finished": "2026-11-27T13:17:51+00:00", "revision": "40d28846fc04",
          "cells_to_compute": 1, "threads": 1, "command": ["cflbounds", "sweep", "--resume"]}]}
     pages = _summary_pages([], "cflbounds sweep ifca-fig2", datetime.now(timezone.utc),
