@@ -21,16 +21,15 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.benchmark_cells import add_cell_options, benchmark_cells  # noqa: E402
 from benchmarks.timed_certificate import time_certificate  # noqa: E402
 from cflbounds.sweeps import ifca_fig2  # noqa: E402
-from cflbounds.sweeps.ifca_fig2 import fig2_cells, run_fig2_cell, trial_outcomes  # noqa: E402
+from cflbounds.sweeps.ifca_fig2 import run_fig2_cell, trial_outcomes  # noqa: E402
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--trials", type=int, default=3, help="trials (data seeds) per r (default 3)")
-    parser.add_argument("--r", default="0.25,0.1", help="comma-separated r values of the Fig. 2(a) cell")
-    parser.add_argument("--sigma", type=float, default=0.1, help="noise standard deviation (default 0.1)")
+    add_cell_options(parser, trials=3)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     certificate = time_certificate(time.process_time)
@@ -38,8 +37,7 @@ def main(argv=None) -> int:
                               capture_output=True, text=True).stdout.strip() or "(no git)"
     start = time.process_time()
     successes = []
-    for r in (float(value) for value in args.r.split(",")):
-        cell = fig2_cells(panels=("a",), overrides={"r": [r], "sigma": [args.sigma]}, trials=args.trials)[0]
+    for cell in benchmark_cells(args):
         successes.append(int(trial_outcomes(run_fig2_cell(cell))["success"].sum()))
     product = time.process_time() - start
     print(f"cflbounds {revision} ({Path(ifca_fig2.__file__).parent.parent}): r {args.r}, {args.trials} trials each, "

@@ -57,6 +57,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.flops import gemm_flops, iteration_flops, reference_flops, slots_per_iteration  # noqa: E402
+from benchmarks.benchmark_cells import add_cell_options, benchmark_cells  # noqa: E402
 from benchmarks.reference_ifca import cell_trial_seeds, reference_fig2_cell, threshold  # noqa: E402
 from benchmarks.timed_certificate import time_certificate  # noqa: E402
 from cflbounds.algorithms import ifca  # noqa: E402
@@ -481,10 +482,8 @@ def print_summary(figs: list[dict], args) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--trials", type=int, default=3, help="trials (data seeds) per r (default 3)")
+    add_cell_options(parser, trials=3)
     parser.add_argument("--quick", action="store_true", help="a smaller cell: d=200, m=n=40 (~1 minute)")
-    parser.add_argument("--r", default="0.25,0.1", help="comma-separated r values of the Fig. 2(a) cell")
-    parser.add_argument("--sigma", type=float, default=0.1)
     parser.add_argument("--seed", type=int, default=0, help="sweep seed")
     parser.add_argument("--reference-dtype", choices=("float32", "float64"), default="float32")
     parser.add_argument("--no-float64", action="store_true", help="skip the float64 batched run")
@@ -493,10 +492,7 @@ def main(argv=None) -> int:
                         help="skip timing ifca() under OpenMP's wait policies and one thread in fresh processes")
     parser.add_argument("--policy-iterations", type=int, default=20, help="iterations of the wait-policy check")
     args = parser.parse_args(argv)
-    overrides = {"r": [float(r) for r in args.r.split(",")], "sigma": [args.sigma]}
-    if args.quick:
-        overrides.update({"m": [40], "n": [40], "d": [200]})
-    cells = fig2_cells(panels=("a",), overrides=overrides, seed=args.seed, trials=args.trials)
+    cells = benchmark_cells(args, {"m": [40], "n": [40], "d": [200]} if args.quick else None, seed=args.seed)
 
     print(f"bench_ifca_fig2: python {platform.python_version()}, torch {torch.__version__} "
           f"({torch.get_num_threads()} threads), numpy {np.__version__}, {os.cpu_count()} CPUs, "

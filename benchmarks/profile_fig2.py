@@ -20,19 +20,17 @@ from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cflbounds.sweeps.ifca_fig2 import fig2_cells, run_fig2_cell  # noqa: E402
+from benchmarks.benchmark_cells import add_cell_options, benchmark_cells  # noqa: E402
+from cflbounds.sweeps.ifca_fig2 import run_fig2_cell  # noqa: E402
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--trials", type=int, default=2, help="trials (data seeds) per r (default 2)")
-    parser.add_argument("--r", default="0.25,0.1", help="comma-separated r values of the Fig. 2(a) cell")
-    parser.add_argument("--sigma", type=float, default=0.1, help="noise standard deviation (default 0.1)")
+    add_cell_options(parser, trials=2)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    cells = [fig2_cells(panels=("a",), overrides={"r": [float(r)], "sigma": [args.sigma]}, trials=args.trials)[0]
-             for r in args.r.split(",")]
+    cells = benchmark_cells(args)
     start = time.perf_counter()
     with profile(activities=[ProfilerActivity.CPU]) as profiler:
         for cell in cells:
