@@ -110,23 +110,31 @@ class ClusterQuadratics:
             self._blocks[cluster] = self._gram(np.flatnonzero(self.membership == cluster))
         return self._blocks[cluster]
 
-    def _assemble(self, mask: np.ndarray) -> tuple[torch.Tensor, float]:
-        """``sum_{i in mask} X_i^T X_i`` and the trace of every Gram added or subtracted."""
-        total, involved = None, 0.0
+    def _parts(self, mask: np.ndarray) -> list[tuple[int, bool, np.ndarray]]:
+        """How :meth:`_assemble` builds the Gram of ``mask``: per true cluster with machines in
+        it, ``(cluster, True, machines)`` for its block minus the Grams of ``machines`` (those
+        outside ``mask``) when they are the fewer, else ``(cluster, False, machines)`` for the
+        Gram of ``machines`` (those inside)."""
+        parts = []
         for cluster in np.unique(self.membership):
             members = self.membership == cluster
             inside, outside = np.flatnonzero(members & mask), np.flatnonzero(members & ~mask)
-            if inside.size == 0:
-                continue
-            if outside.size < inside.size:
+            if inside.size:
+                parts.append((cluster, True, outside) if outside.size < inside.size else (cluster, False, inside))
+        return parts
+
+    def _assemble(self, mask: np.ndarray) -> tuple[torch.Tensor, float]:
+        """``sum_{i in mask} X_i^T X_i`` and the trace of every Gram added or subtracted."""
+        total, involved = None, 0.0
+        for cluster, from_block, machines in self._parts(mask):
+            if from_block:
                 part = self._block(cluster)
-                involved += float(self._traces[members].sum())
-                if outside.size:
-                    part = part - self._gram(outside)
-                    involved += float(self._traces[outside].sum())
+                involved += float(self._traces[self.membership == cluster].sum())
+                if machines.size:
+                    part = part - self._gram(machines)
             else:
-                part = self._gram(inside)
-                involved += float(self._traces[inside].sum())
+                part = self._gram(machines)
+            involved += float(self._traces[machines].sum())
             total = part if total is None else total + part
         return total, involved
 
@@ -143,15 +151,9 @@ class ClusterQuadratics:
         (:meth:`_assemble`, with the true clusters' blocks computed so far); 0 if it is known."""
         if mask.tobytes() in self._quadratics:
             return 0
-        count = 0
-        for cluster in np.unique(self.membership):
-            members = self.membership == cluster
-            inside, outside = int(np.sum(members & mask)), int(np.sum(members & ~mask))
-            if inside and outside < inside:
-                count += outside + (0 if cluster in self._blocks else inside + outside)
-            else:
-                count += inside
-        return count
+        return sum(machines.size + (int(np.sum(self.membership == cluster))
+                                    if from_block and cluster not in self._blocks else 0)
+                   for cluster, from_block, machines in self._parts(mask))
 
     def true_contraction(self, step: float) -> float | None:
         """The largest :meth:`contraction` at ``step`` over the true clusters' quadratics: how fast
