@@ -63,7 +63,8 @@ from benchmarks.timed_certificate import time_certificate  # noqa: E402
 from cflbounds.algorithms import ifca  # noqa: E402
 from cflbounds.algorithms.trace import matched_distances  # noqa: E402
 from cflbounds.sweeps import ifca_fig2  # noqa: E402
-from cflbounds.sweeps.ifca_fig2 import STEP_SIZES, fig2_cells, run_fig2_cell, trial_outcomes  # noqa: E402
+from cflbounds.sweeps.ifca_fig2 import (STEP_SIZES, fig2_cells, run_fig2_cell, stable_step_sizes,  # noqa: E402
+                                        trial_outcomes)
 from cflbounds.synthetic import make_mixed_linear_regression  # noqa: E402
 
 RUN_RTOL, RUN_ATOL = 1e-3, 1e-6  # final distances, float32 runs that finished in both
@@ -248,22 +249,13 @@ def wait_policy_check(cell: dict, iterations: int) -> dict[str, float]:
 
 
 # -- comparisons -------------------------------------------------------------------------------
-def stable_steps(cell: dict) -> list[float]:
-    """Step sizes at which every partition's gradient descent is stable: ``gamma * lambda_max < 2``
-    for the full-data Hessian ``(2/mn) X^T X`` (which bounds every cluster's), with its
-    Marchenko-Pastur edge ``2 (1 + sqrt(d/mn))^2`` and a 10 % margin. Runs at larger steps
-    oscillate or blow up, amplifying rounding: their distances are reported, not compared."""
-    edge = 2.0 * (1.0 + math.sqrt(cell["d"] / (cell["m"] * cell["n"]))) ** 2
-    return [s for s in STEP_SIZES[cell["k"]] if s * edge * 1.1 < 2.0]
-
-
 def compare_runs(left: pd.DataFrame, right: pd.DataFrame, cell: dict, label: str) -> None:
     """Final distances (columns ``dist``, ``finished``) of runs that ran all T iterations in both."""
     keys = ["trial", "restart", "step_size"]
     both = left[keys + ["dist", "finished"]].merge(right[keys + ["dist", "finished"]], on=keys, suffixes=("_a", "_b"))
     a, b = both["dist_a"].to_numpy(), both["dist_b"].to_numpy()
     finished = both["finished_a"].to_numpy() & both["finished_b"].to_numpy() & np.isfinite(a) & np.isfinite(b)
-    stable = both["step_size"].isin(stable_steps(cell)).to_numpy()
+    stable = both["step_size"].isin(stable_step_sizes(cell)).to_numpy()
     limit = threshold(cell)
     with np.errstate(invalid="ignore", divide="ignore"):
         rel = np.abs(a - b) / np.maximum(np.abs(a), RUN_ATOL)
@@ -275,7 +267,7 @@ def compare_runs(left: pd.DataFrame, right: pd.DataFrame, cell: dict, label: str
     apart = compared & ~close
     allowed = max(1, int(NEAR_TIE_SHARE * compared.sum()))
     check(bool(np.all(same_side[compared])) and int(apart.sum()) <= allowed,
-          f"{label}: {int(compared.sum())} finished runs at stable steps {stable_steps(cell)}: all on the same side "
+          f"{label}: {int(compared.sum())} finished runs at stable steps {stable_step_sizes(cell)}: all on the same side "
           f"of the threshold, {int((compared & close).sum())} within rtol {RUN_RTOL:g} (max rel diff {worst:.1e}), "
           f"{int(apart.sum())} apart (at most {allowed} allowed: float32 near-ties)")
     for _, row in both[apart].iterrows():
@@ -329,10 +321,11 @@ def bench_cell(cell: dict, args) -> dict:
           f"successes {int(ref_success.sum())}/{B}")
 
     # 2. the product
-    TimedCertificate.seconds = 0.0
+    TimedCertificate.seconds = TimedCertificate.gram_seconds = 0.0
     with Stage() as stage:
         rows = run_fig2_cell(cell)
     fig["t_product"], fig["t_certificate"] = stage.seconds, TimedCertificate.seconds
+    fig["t_gram"] = TimedCertificate.gram_seconds
     outcomes = trial_outcomes(rows).sort_values("trial")
     print(f"  run_fig2_cell ({cell['dtype']}): {stage} -> {fig['t_ref'] / fig['t_product']:.1f}x the reference; "
           f"certificate {fig['t_certificate']:.2f} s ({100 * fig['t_certificate'] / fig['t_product']:.1f}%)")
@@ -470,6 +463,8 @@ def print_summary(figs: list[dict], args) -> None:
          "slot-iterations plain / with early exit"),
         ("certificate's own time", f"{100 * total('t_certificate') / t_product:.1f}%",
          f"{total('t_certificate'):.2f} s of the product's {t_product:.2f} s (timed inside it); target <= 10%"),
+        ("  true clusters' Grams", f"{100 * total('t_gram') / t_product:.1f}%",
+         f"{total('t_gram'):.2f} s, in the certificate: its floor (proving lambda_min needs them)"),
     ]
     table += protocol_projection(figs, gemm, loop_gflops)
     if not args.no_float64:

@@ -14,12 +14,15 @@ Cost. ``H`` is assembled from the true clusters' Gram matrices, each computed on
 problem: the part of ``S`` inside true cluster ``C`` is ``G_C`` minus the Gram of ``C``'s
 machines outside ``S`` when those are the fewer, else the Gram of those inside. A partition
 near the true one (the only kind that can end below the threshold) then costs the Grams of
-the few machines that moved, and the collapsed partition a sum of blocks. Eigenvalues are
-bounded by Cholesky tests, not computed (a tenth of ``eigvalsh``).
+the few machines that moved, and the collapsed partition a sum of blocks. The copy of the data
+is sorted by true cluster, so a true cluster's Gram reads its points in place. Eigenvalues are
+bounded by one Cholesky test each, placed by one Lanczos run per quadratic (both ends), not
+computed (a tenth of ``eigvalsh``).
 
-Rounding. All of it is float64 arithmetic on the float64 copy of the data; every bound
-includes the rounding of the float64 work (``gamma`` terms below), so the bounds hold for the
-exact ``H`` and ``b`` of that data.
+Rounding. Everything but the spectral norms' small Gram matrices is float64 arithmetic on the
+float64 copy of the data; those are computed in the data's own dtype. Every bound includes the
+rounding of the work behind it (``gamma`` terms below, in the dtype used), so the bounds hold
+for the exact ``H`` and ``b`` of that data.
 """
 from __future__ import annotations
 
@@ -28,19 +31,20 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
-from .spectral_bounds import gamma, gershgorin_upper, lower_bound, rayleigh_quotient, upper_bound
+from .spectral_bounds import extreme_quotients, gamma, gershgorin_upper, lower_bound, upper_bound
 
 __all__ = ["ClusterQuadratic", "ClusterQuadratics"]
 
-_GRAM_BLOCKS = 3
+_GRAM_BLOCKS = 10
 
 
 @dataclass(frozen=True)
 class ClusterQuadratic:
     """One machine set's quadratic: ``fixed`` point (float64 ``(d,)``) within ``fixed_error``
     of the exact one, eigenvalues of ``H`` in ``[lower, upper]`` (``lower > 0``; ``upper`` is
-    Gershgorin's bound unless ``tight``), ``lambda_max`` at least ``top_floor`` (0: not
-    computed), and ``residual_norms[i] = ||X_i fixed - y_i||`` for every machine of the problem."""
+    Gershgorin's bound unless ``tight``), ``lambda_max`` at least ``top_floor`` (a Rayleigh
+    quotient, kept apart from ``upper``: it bounds the other way), and ``residual_norms[i] =
+    ||X_i fixed - y_i||`` for every machine of the problem."""
 
     fixed: torch.Tensor
     fixed_error: float
@@ -62,25 +66,34 @@ class ClusterQuadratic:
 class ClusterQuadratics:
     """The quadratics of machine sets of one problem (module docstring).
 
-    ``features`` ``(m, n, d)`` and ``responses`` ``(m, n)`` float64, ``membership`` the true
-    cluster of each machine, ``scale`` the factor ``c`` of ``H`` and ``b``.
+    ``features`` ``(m, n, d)`` and ``responses`` ``(m, n)`` (any float dtype: every bound is
+    for their exact float64 copy), ``membership`` the true cluster of each machine, ``scale``
+    the factor ``c`` of ``H`` and ``b``.
     """
 
     @classmethod
     def of_problem(cls, features: torch.Tensor, responses: torch.Tensor, membership,
                    gradient_factor: float) -> "ClusterQuadratics":
         """The quadratics of one problem's ``(m, n, d)`` features and ``(m, n)`` responses (any
-        dtype; a float64 copy is made) under gradient averaging: ``c`` is the loss convention's
-        ``gradient_factor`` over ``m`` (Alg. 1 line 13 divides the sum by m)."""
-        return cls(features.double(), responses.double(), membership, gradient_factor / features.shape[0])
+        float dtype) under gradient averaging: ``c`` is the loss convention's ``gradient_factor``
+        over ``m`` (Alg. 1 line 13 divides the sum by m)."""
+        return cls(features, responses, membership, gradient_factor / features.shape[0])
 
     def __init__(self, features: torch.Tensor, responses: torch.Tensor, membership, scale: float):
-        self.features, self.responses, self.scale = features, responses, scale
+        self.features = features  # as given: the spectral norms' Gram matrices are computed in its dtype
+        self.responses, self.scale = responses.double(), scale
         self.membership = np.asarray(membership)
         m, n, d = features.shape
-        self._traces = (features * features).sum((1, 2)).cpu().numpy()  # trace(X_i^T X_i) = ||X_i||_F^2
-        self._offsets = torch.einsum("mnd,mn->md", features, responses)  # X_i^T y_i
-        self._response_norms = responses.norm(dim=-1).cpu().numpy()
+        # the float64 copy, sorted by true cluster: a true cluster's points are then a view, which its
+        # Gram's blocks read without a gather
+        order = np.argsort(self.membership, kind="stable")
+        self._position = np.empty(m, dtype=np.int64)
+        self._position[order] = np.arange(m)  # machine i is block _position[i] of the copy
+        self._unsort = torch.as_tensor(self._position, device=features.device)
+        self._points = features.index_select(0, torch.as_tensor(order, device=features.device)).double()
+        self._traces = torch.linalg.vector_norm(self._points, dim=(1, 2)).square()[self._unsort].cpu().numpy()  # ||X_i||_F^2
+        self._offsets = torch.einsum("mnd,mn->md", self._points, self.responses[order])[self._unsort]  # X_i^T y_i
+        self._response_norms = self.responses.norm(dim=-1).cpu().numpy()
         self._blocks: dict[int, torch.Tensor] = {}  # true cluster -> its Gram matrix
         self._quadratics: dict[bytes, ClusterQuadratic | None] = {}
         self._spectral: np.ndarray | None = None
@@ -89,11 +102,14 @@ class ClusterQuadratics:
         self._gram_rounding = gamma(m * n + 2 * (int(self.membership.max()) + 1) + 2)
 
     def _gram(self, machines: np.ndarray) -> torch.Tensor:
-        """``X_S^T X_S`` of the machines: the lower triangle in three column blocks, mirrored
-        (0.7x the time of the full product at paper size; every entry is still one inner
-        product of the ``|S| n`` points)."""
-        index = torch.as_tensor(machines, device=self.features.device)
-        x = self.features.index_select(0, index).reshape(-1, self.features.shape[-1])
+        """``X_S^T X_S`` of the machines: the lower triangle in ``_GRAM_BLOCKS`` column blocks,
+        mirrored (every entry is still one inner product of the ``|S| n`` points)."""
+        positions = np.sort(self._position[machines])
+        if positions[-1] - positions[0] + 1 == positions.size:  # one true cluster, or a run of one
+            x = self._points[positions[0]:positions[-1] + 1]
+        else:
+            x = self._points.index_select(0, torch.as_tensor(positions, device=self._points.device))
+        x = x.reshape(-1, x.shape[-1])  # X_S
         d = x.shape[1]
         gram = torch.empty(d, d, dtype=x.dtype, device=x.device)
         edges = [round(i * d / _GRAM_BLOCKS) for i in range(_GRAM_BLOCKS + 1)]
@@ -172,15 +188,8 @@ class ClusterQuadratics:
         if step * quadratic.upper > 2 - step * quadratic.lower and not quadratic.tight \
                 and step * quadratic.top_floor < 2:
             hessian, error, _ = self._hessian(mask)
-            estimate = rayleigh_quotient(hessian)
-            # a Rayleigh quotient is below lambda_max: at or past 2 / step no upper bound can help, and
-            # the lower bound it gives is kept apart (a smaller step still needs a true upper bound)
-            floor = float(estimate - error) * (1 - gamma(hessian.shape[0] + 2))
-            if step * floor >= 2:
-                quadratic = replace(quadratic, top_floor=floor)
-            else:
-                upper = float(upper_bound(hessian, error, estimate))
-                quadratic = replace(quadratic, upper=min(quadratic.upper, upper), tight=True, top_floor=floor)
+            upper = float(upper_bound(hessian, error, torch.as_tensor(quadratic.top_floor)))
+            quadratic = replace(quadratic, upper=min(quadratic.upper, upper), tight=True)
             self._quadratics[mask.tobytes()] = quadratic
         factor = quadratic.contraction(step)
         return factor if factor < 1 else None
@@ -195,11 +204,12 @@ class ClusterQuadratics:
 
     def _solve(self, mask: np.ndarray) -> ClusterQuadratic | None:
         hessian, error, involved = self._hessian(mask)
-        lower, factor = lower_bound(hessian, error)
+        bottom, top = extreme_quotients(hessian)
+        lower, factor = lower_bound(hessian, error, bottom)
         lower = float(lower)
         if not lower > 0:
             return None
-        offset = self.scale * self._offsets[torch.as_tensor(mask, device=self.features.device)].sum(0)
+        offset = self.scale * self._offsets[torch.as_tensor(mask, device=self._offsets.device)].sum(0)
         fixed = torch.cholesky_solve(offset[:, None], factor)[:, 0]
         # ||x - x*|| <= ||H_exact x - b_exact|| / lambda_min: the computed residual, plus the rounding of
         # H (error), of the mat-vec and subtraction (|H| |x| + |b|), and of b (|X|^T |y| over m n terms)
@@ -209,24 +219,33 @@ class ClusterQuadratics:
         residual += error * norm + 2 * gamma(d + 2) * (float(hessian.diagonal().sum()) * norm + float(offset.norm()))
         residual += 2 * self.scale * self._gram_rounding * np.sqrt(involved) * float(
             np.linalg.norm(self._response_norms[mask]))
+        # a Rayleigh quotient is below lambda_max: at or past 2 / step no upper bound can help
+        top_floor = float(top - error) * (1 - gamma(d + 2))
         return ClusterQuadratic(fixed, residual / lower, lower, float(gershgorin_upper(hessian, error)),
-                                self.residual_norms(fixed))
+                                self.residual_norms(fixed), top_floor=top_floor)
 
     def residual_norms(self, model: torch.Tensor) -> np.ndarray:
         """``||X_i model - y_i||`` for every machine (remembered per model: a model nobody
         chooses does not move, and is looked at again)."""
         key = model.cpu().numpy().tobytes()
         if key not in self._residuals:
-            self._residuals[key] = (torch.matmul(self.features, model) - self.responses).norm(dim=-1).cpu().numpy()
+            predictions = torch.matmul(self._points, model)[self._unsort]
+            self._residuals[key] = (predictions - self.responses).norm(dim=-1).cpu().numpy()
         return self._residuals[key]
 
     def spectral_norms(self) -> np.ndarray:
-        """Certified upper bounds on ``||X_i||_2`` for every machine (the smaller Gram side)."""
+        """Certified upper bounds on ``||X_i||_2`` for every machine: each machine's smaller Gram
+        side, computed in the features' own dtype (float32 in the protocol: half the float64
+        time) with its rounding bounded, ``||fl(G) - G||_2 <= gamma_{max(n, d)} trace G`` in that
+        dtype (doubled for the traces' rounding); its largest eigenvalue bounded by a Cholesky
+        test in float64."""
         if self._spectral is None:
             x = self.features
             m, n, d = x.shape
             gram = torch.matmul(x, x.transpose(-1, -2)) if n <= d else torch.matmul(x.transpose(-1, -2), x)
-            error = torch.as_tensor(2 * gamma(max(n, d) + 2) * self._traces, device=x.device)
-            upper = upper_bound(gram, error)
+            error = torch.as_tensor(2 * gamma(max(n, d) + 2, x.dtype) * self._traces, device=x.device)
+            gram = gram.double()
+            # min(n, d)-sized matrices: eigvalsh places the tests best and in half Lanczos' time at paper size
+            upper = upper_bound(gram, error, torch.linalg.eigvalsh(gram)[..., -1])
             self._spectral = upper.clamp(min=0).sqrt().cpu().numpy()
         return self._spectral

@@ -20,6 +20,8 @@ final distance in the rows (``certified`` says why, ``final_lower/upper`` bound 
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
@@ -35,8 +37,8 @@ from .grid import cell_key, expand, trial_seeds
 from .resources import available_memory, format_bytes
 from .step_order import step_waves
 
-__all__ = ["VARIANTS", "PANELS", "fig2_cells", "run_fig2_cell", "trial_outcomes", "trials_per_batch", "cell_memory",
-           "cell_flops", "cell_seconds", "check_memory", "assumed_rate", "runs_per_trial", "ASSUMED_FLOPS"]
+__all__ = ["VARIANTS", "PANELS", "fig2_cells", "run_fig2_cell", "trial_outcomes", "stable_step_sizes", "trials_per_batch",
+           "cell_memory", "cell_flops", "cell_seconds", "check_memory", "assumed_rate", "runs_per_trial", "ASSUMED_FLOPS"]
 
 VARIANTS = ("official", "paper-text")
 STEP_SIZES = {2: (1.0, 0.1, 0.01), 4: (2.0, 1.0, 0.5)}
@@ -79,6 +81,17 @@ def fig2_cells(panels=tuple(PANELS), variants=("official",), overrides: dict | N
             settings = {**PROTOCOL, **protocol, "sweep": "ifca-fig2", "variant": variant, "panel": panel, "seed": seed}
             cells += expand({**fixed, **settings}, axes)
     return cells
+
+
+def stable_step_sizes(cell: dict) -> list[float]:
+    """The cell's step sizes at which every partition's gradient descent is stable: ``gamma *
+    lambda_max < 2`` for the full data's Hessian ``(2/mn) X^T X`` (which bounds every cluster's),
+    with its Marchenko-Pastur edge ``2 (1 + sqrt(d/mn))^2`` and a 10 % margin. Runs at larger
+    steps oscillate or blow up and amplify rounding (chaotically: two runs from the same start
+    whose float64 arithmetic differs in the last bit end 41 % apart, tests/test_certificate.py),
+    so their final distances can be reported but not compared between two computations."""
+    edge = 2.0 * (1.0 + math.sqrt(cell["d"] / (cell["m"] * cell["n"]))) ** 2
+    return [step for step in STEP_SIZES[cell["k"]] if step * edge * 1.1 < 2.0]
 
 
 def trials_per_batch(cell: dict, device: str = "cpu") -> int:
