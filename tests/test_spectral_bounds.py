@@ -172,6 +172,18 @@ def test_spectral_norms_are_upper_bounds(problem):
     assert np.all(bounds >= exact) and np.all(bounds <= 1.3 * exact)
 
 
+@pytest.mark.parametrize("n, d", [(6, 40), (40, 6)])
+def test_spectral_norms_of_float32_data_bound_its_exact_norms(n, d):
+    """float32 features (the protocol's): the machines' small Grams are computed in float32, with
+    their rounding bounded; the bounds hold for the exact norms of that data (in float64)."""
+    rng = np.random.default_rng(7)
+    x = torch.as_tensor(rng.standard_normal((12, n, d)), dtype=torch.float32)
+    quadratics = ClusterQuadratics(x, torch.zeros(12, n), np.arange(12) % 2, 1.0)
+    exact = np.linalg.norm(x.double().numpy(), ord=2, axis=(1, 2))
+    bounds = quadratics.spectral_norms()
+    assert np.all(bounds >= exact) and np.all(bounds <= 1.05 * exact)
+
+
 def test_gram_in_blocks_is_the_exactly_symmetric_product(problem):
     quadratics, x, _, _ = problem
     machines = np.array([1, 4, 5, 9])
