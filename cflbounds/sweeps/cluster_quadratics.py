@@ -90,7 +90,10 @@ class ClusterQuadratics:
         self._position = np.empty(m, dtype=np.int64)
         self._position[order] = np.arange(m)  # machine i is block _position[i] of the copy
         self._unsort = torch.as_tensor(self._position, device=features.device)
-        self._points = features.index_select(0, torch.as_tensor(order, device=features.device)).double()
+        if np.array_equal(order, np.arange(m)):  # already sorted (the generator's membership is)
+            self._points = features.double()
+        else:
+            self._points = features.index_select(0, torch.as_tensor(order, device=features.device)).double()
         self._traces = torch.linalg.vector_norm(self._points, dim=(1, 2)).square()[self._unsort].cpu().numpy()  # ||X_i||_F^2
         self._offsets = torch.einsum("mnd,mn->md", self._points, self.responses[order])[self._unsort]  # X_i^T y_i
         self._response_norms = self.responses.norm(dim=-1).cpu().numpy()
