@@ -21,7 +21,7 @@ certificate, for gradient averaging on the squared loss with full participation:
 
 The fixed points, their errors and the eigenvalue bounds are certified for the exact
 float64 copy of the data (:mod:`cflbounds.sweeps.cluster_quadratics`: Cholesky inertia tests,
-every float64 rounding bounded); the margin absorbs the rounding of the float32 iterations
+every rounding bounded); the margin absorbs the rounding of the float32 iterations
 (the benchmark and tests/test_certificate.py check outcomes against full runs).
 """
 from __future__ import annotations

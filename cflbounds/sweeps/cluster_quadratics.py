@@ -19,10 +19,13 @@ is sorted by true cluster, so a true cluster's Gram reads its points in place. E
 bounded by one Cholesky test each, placed by one Lanczos run per quadratic (both ends), not
 computed (a tenth of ``eigvalsh``).
 
-Rounding. Everything but the spectral norms' small Gram matrices is float64 arithmetic on the
-float64 copy of the data; those are computed in the data's own dtype. Every bound includes the
-rounding of the work behind it (``gamma`` terms below, in the dtype used), so the bounds hold
-for the exact ``H`` and ``b`` of that data.
+Rounding. The Gram matrices' products (the clusters', in chunks of ``_CHUNK_POINTS`` points
+summed in float64, and the machines' small ones for their spectral norms) are computed in the
+data's dtype (float32 in the protocol); everything else is float64
+arithmetic on the float64 copy of the data. Every bound includes the rounding of the work
+behind it (``gamma`` terms below, in the dtype used), so the bounds hold for the exact ``H``
+and ``b`` of that data; the fixed point's error comes from its gradient computed from the data
+in float64, not from the (float32-rounded) ``H``.
 """
 from __future__ import annotations
 
