@@ -93,7 +93,7 @@ class ClusterQuadratics:
         m, n, d = features.shape
         # the float64 copy, sorted by true cluster: a true cluster's points are then a view, which its
         # Gram's blocks read without a gather
-        order = np.argsort(self.membership, kind="stable")
+        self._order = order = np.argsort(self.membership, kind="stable")
         self._position = np.empty(m, dtype=np.int64)
         self._position[order] = np.arange(m)  # machine i is block _position[i] of the copy
         self._unsort = torch.as_tensor(self._position, device=features.device)
@@ -116,21 +116,17 @@ class ClusterQuadratics:
         chunk = gamma(_CHUNK_POINTS, features.dtype)
         self._gram_rounding = chunk + gamma(m * n // _CHUNK_POINTS + 2 * (int(self.membership.max()) + 1) + 4) * (1 + chunk)
 
-    def _machines(self, machines: np.ndarray, points: torch.Tensor) -> torch.Tensor:
-        """The ``(|S|, n, d)`` slab of ``points`` (sorted by true cluster) holding the machines: a view
-        when they are consecutive there (a true cluster), else a gathered copy."""
-        positions = np.sort(self._position[machines])
-        if positions[-1] - positions[0] + 1 == positions.size:
-            return points[positions[0]:positions[-1] + 1]
-        return points.index_select(0, torch.as_tensor(positions, device=points.device))
-
     def _gram(self, machines: np.ndarray) -> torch.Tensor:
         """``X_S^T X_S`` of the machines, float64: the lower triangle in ``_GRAM_BLOCKS`` column
         blocks, mirrored; each block the float64 sum of the products of chunks of
         ``_CHUNK_POINTS`` points computed in the data's dtype (float32 in the protocol: 1.7x faster
         than float64 at paper size, with a rounding bound ``gamma_{chunk}`` in float32,
         ``_gram_rounding``)."""
-        x = self._machines(machines, self._sorted)
+        positions = np.sort(self._position[machines])
+        if positions[-1] - positions[0] + 1 == positions.size:  # consecutive (a true cluster): a view
+            x = self._sorted[positions[0]:positions[-1] + 1]
+        else:
+            x = self._sorted.index_select(0, torch.as_tensor(positions, device=self._sorted.device))
         x = x.reshape(-1, x.shape[-1])  # X_S
         count, d = x.shape
         whole = count - count % _CHUNK_POINTS
@@ -242,36 +238,41 @@ class ClusterQuadratics:
         fixed = torch.cholesky_solve(offset[:, None], factor)[:, 0]
         # ||x - x*|| <= ||H_exact x - b_exact|| / lambda_min, that gradient computed from the data in
         # float64 (not from H, whose float32 chunks' rounding bound would swamp it), plus its rounding
-        gradient, rounding = self._gradient(mask, fixed)
+        residuals = self._residual_matrix(fixed)
+        gradient, rounding = self._gradient(mask, fixed, residuals)
         # a Rayleigh quotient is below lambda_max: at or past 2 / step no upper bound can help
         top_floor = float(top - error) * (1 - gamma(hessian.shape[0] + 2))
         return ClusterQuadratic(fixed, (gradient + rounding) / lower, lower, float(gershgorin_upper(hessian, error)),
-                                self.residual_norms(fixed), top_floor=top_floor)
+                                self.residual_norms(fixed, residuals), top_floor=top_floor)
 
-    def _gradient(self, mask: np.ndarray, model: torch.Tensor) -> tuple[float, float]:
+    def _gradient(self, mask: np.ndarray, model: torch.Tensor, residuals: torch.Tensor) -> tuple[float, float]:
         """``||c sum_{i in mask} X_i^T (X_i model - y_i)||`` (``H model - b``) from the float64 data,
         and a bound on its rounding: with ``r`` the computed residuals and ``F`` the machines'
-        ``||X_S||_F^2``, ``c sqrt(F) (gamma_d sqrt(F) ||model|| + (u + gamma_{|S| n}) ||r||)`` (the
-        residuals' dot products and subtraction, then ``X_S^T r``, as ``||X_S||_2 <= sqrt(F)``),
-        doubled for the scaling and the norms' own rounding."""
-        machines = np.flatnonzero(mask)
-        x = self._machines(machines, self._points)
-        responses = self._machines(machines, self._sorted_responses)
-        residuals = torch.matmul(x, model) - responses  # (|S|, n)
-        gradient = float(self.scale * (residuals.reshape(-1) @ x.reshape(-1, x.shape[-1])).norm())
+        ``||X_S||_F^2``, ``c sqrt(F) (gamma_d sqrt(F) ||model|| + (u + gamma_{m n}) ||r||)`` (the
+        residuals' dot products and subtraction, then ``X^T r`` over every point, the others'
+        residuals set to 0, as ``||X_S||_2 <= sqrt(F)``), doubled for the scaling and the norms'
+        own rounding. ``residuals``: :meth:`_residual_matrix` of ``model``."""
         m, n, d = self._points.shape
+        inside = torch.as_tensor(mask[self._order], device=residuals.device)
+        residuals = residuals * inside[:, None]
+        gradient = float(self.scale * (residuals.reshape(-1) @ self._points.reshape(-1, d)).norm())
         frobenius = float(self._traces[mask].sum())
         rounding = self.scale * np.sqrt(frobenius) * (gamma(d + 2) * np.sqrt(frobenius) * float(model.norm())
-                                                      + gamma(machines.size * n + 2) * float(residuals.norm()))
+                                                      + gamma(m * n + 2) * float(residuals.norm()))
         return gradient, 2 * rounding
 
-    def residual_norms(self, model: torch.Tensor) -> np.ndarray:
+    def _residual_matrix(self, model: torch.Tensor) -> torch.Tensor:
+        """``X_i model - y_i`` of every machine, ``(m, n)`` in the copy's order (by true cluster)."""
+        return torch.matmul(self._points, model) - self._sorted_responses
+
+    def residual_norms(self, model: torch.Tensor, residuals: torch.Tensor | None = None) -> np.ndarray:
         """``||X_i model - y_i||`` for every machine (remembered per model: a model nobody
-        chooses does not move, and is looked at again)."""
+        chooses does not move, and is looked at again), from ``residuals`` if the caller has them
+        (:meth:`_residual_matrix`)."""
         key = model.cpu().numpy().tobytes()
         if key not in self._residuals:
-            predictions = torch.matmul(self._points, model)[self._unsort]
-            self._residuals[key] = (predictions - self.responses).norm(dim=-1).cpu().numpy()
+            residuals = self._residual_matrix(model) if residuals is None else residuals
+            self._residuals[key] = residuals.norm(dim=-1)[self._unsort].cpu().numpy()
         return self._residuals[key]
 
     def spectral_norms(self) -> np.ndarray:

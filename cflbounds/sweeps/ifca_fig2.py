@@ -107,6 +107,9 @@ def runs_per_trial(cell: dict) -> int:
 # bytes of one run's row in the returned frame (_rows: 26 columns of at most 8 bytes), and the
 # Python objects per run and per trial besides (certificate dicts, outcome tuples, row lists, seeds)
 _ROW_BYTES, _RUN_OBJECTS, _TRIAL_OBJECTS = 26 * 8, 1024, 256
+# a problem's ClusterQuadratics besides its arrays: its tensors' and dicts' objects (measured: 38 KB
+# per problem at m = 8, n = 10, d = 20, of which 14 KB arrays)
+_PROBLEM_OBJECTS = 24 << 10
 # what a cell's peak resident memory held beyond the arrays counted below, measured on cells of
 # 0.1-0.5 GB (tests/test_sweeps.py): at most 40 MB of interpreter, torch and allocator overhead
 _OVERHEAD = 64 << 20
@@ -121,10 +124,11 @@ def cell_memory(cell: dict, device: str = "cpu") -> dict[str, tuple[int, str]]:
     then cast (``B (m n d + m n) s``); the run then holds the data (twice when ``B > 1``: a
     batch that loses a problem is compacted into a copy), each iteration's four ``B m n R k``
     tensors (predictions, residuals, squares, masked) and the models, and the early-exit
-    certificate's float64 copy of the data, the true clusters' ``k`` Gram matrices and six
-    ``d x d`` work matrices (an assembled Hessian, its triangle copies, a shifted copy, a Cholesky
-    factor, an identity), one cluster's float64 data, the ``m n x n`` Gram matrices and the
-    machines' ``m x d`` offsets; the larger
+    certificate: per problem its float64 copy of the data, the true clusters' ``k`` Gram
+    matrices, the machines' ``m x d`` offsets, a few quadratics' fixed points and residual norms
+    and their objects; once, six ``d x d`` work matrices (an assembled Hessian, its triangle
+    copies, a shifted copy, a Cholesky factor, an identity), a gathered copy of machines' data
+    for a Gram and the ``m n x n`` Gram matrices of the spectral norms; the larger
     of the two phases counts. The previous batch's data, certificate and trace live on while the
     next batch is drawn. On the host: the trace's ``(B, R, T+1, k, k)`` float64 distances and
     every trial's rows, held three times while a cell is stored (frames, their concatenation,
@@ -140,8 +144,9 @@ def cell_memory(cell: dict, device: str = "cpu") -> dict[str, tuple[int, str]]:
     run = {"data (--m, --n, --d)": (data * s * (2 if B > 1 else 1), place),
            "iteration tensors (--m, --n, --restarts)": (4 * B * m * n * R * k * s + 4 * B * R * k * d * s, place)}
     if cell["early_exit"]:
+        per_problem = (k * d * d + m * d + 4 * (d + m)) * 8 + _PROBLEM_OBJECTS
         run["early-exit certificate (--d, --m, --n)"] = (
-            copy + ((k + 6) * d * d + m * n * d + 2 * m * n * n + m * d) * 8, place)
+            copy + (6 * d * d + m * n * d + 2 * m * n * n) * 8 + B * per_problem, place)
     generation = {"data (--m, --n, --d)": (data * s, place),
                   "float64 draw of one problem (--m, --n, --d)": ((m * n * d + 2 * m * n) * 8, "host")}
     parts = max(run, generation, key=lambda phase: sum(size for size, _ in phase.values()))
