@@ -106,7 +106,6 @@ class ClusterQuadratics:
         self._traces = torch.linalg.vector_norm(self._points, dim=(1, 2)).square()[self._unsort].cpu().numpy()  # ||X_i||_F^2
         self._sorted_responses = self.responses[torch.as_tensor(order, device=features.device)]
         self._offsets = torch.matmul(self._sorted_responses[:, None, :], self._points)[:, 0][self._unsort]  # X_i^T y_i
-        self._response_norms = self.responses.norm(dim=-1).cpu().numpy()
         self._blocks: dict[int, torch.Tensor] = {}  # true cluster -> its Gram matrix
         self._quadratics: dict[bytes, ClusterQuadratic | None] = {}
         self._spectral: np.ndarray | None = None
