@@ -210,7 +210,8 @@ class ClusterQuadratics:
         if step * quadratic.upper > 2 - step * quadratic.lower and not quadratic.tight \
                 and step * quadratic.top_floor < 2:
             hessian, error = self._hessian(mask)
-            upper = float(upper_bound(hessian, error, torch.as_tensor(quadratic.top_floor)))
+            floor = torch.as_tensor(quadratic.top_floor, dtype=hessian.dtype, device=hessian.device)
+            upper = float(upper_bound(hessian, error, floor))
             quadratic = replace(quadratic, upper=min(quadratic.upper, upper), tight=True)
             self._quadratics[mask.tobytes()] = quadratic
         factor = quadratic.contraction(step)
