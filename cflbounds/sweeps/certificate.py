@@ -48,7 +48,7 @@ class FinalDistanceCertificate:
     """
 
     def __init__(self, theta_star, quadratics, membership, iterations: int, threshold: float, metric: str,
-                 relative_margin: float = 1e-2, absolute_margin: float = 1e-4, look_every: int = 5):
+                 relative_margin: float = 1e-2, absolute_margin: float = 1e-4, look_every: int = 10):
         self.theta_star = np.asarray(theta_star, dtype=float)
         self.quadratics = list(quadratics)
         self.membership = np.asarray(membership)
