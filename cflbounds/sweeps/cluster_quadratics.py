@@ -276,18 +276,23 @@ class ClusterQuadratics:
         return self._residuals[key]
 
     def spectral_norms(self) -> np.ndarray:
-        """Certified upper bounds on ``||X_i||_2`` for every machine: each machine's smaller Gram
-        side, computed in the features' own dtype (float32 in the protocol: half the float64
-        time) with its rounding bounded, ``||fl(G) - G||_2 <= gamma_{max(n, d)} trace G`` in that
-        dtype (doubled for the traces' rounding); its largest eigenvalue bounded by a Cholesky
-        test in float64."""
+        """Certified upper bounds on ``||X_i||_2`` for every machine: the largest eigenvalue of each
+        machine's :meth:`_machine_grams` bounded by a Cholesky test in float64, placed by
+        ``eigvalsh`` in the Grams' own dtype (an estimate: ``min(n, d)``-sized matrices, where it
+        places the tests best, in half Lanczos' time at paper size)."""
         if self._spectral is None:
-            x = self.features
-            m, n, d = x.shape
-            gram = torch.matmul(x, x.transpose(-1, -2)) if n <= d else torch.matmul(x.transpose(-1, -2), x)
-            error = torch.as_tensor(2 * gamma(max(n, d) + 2, x.dtype) * self._traces, device=x.device)
-            gram = gram.double()
-            # min(n, d)-sized matrices: eigvalsh places the tests best and in half Lanczos' time at paper size
-            upper = upper_bound(gram, error, torch.linalg.eigvalsh(gram)[..., -1])
+            gram, error = self._machine_grams()
+            estimate = torch.linalg.eigvalsh(gram)[..., -1].double()
+            upper = upper_bound(gram.double(), error, estimate)
             self._spectral = upper.clamp(min=0).sqrt().cpu().numpy()
         return self._spectral
+
+    def _machine_grams(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each machine's smaller Gram side, ``X_i X_i^T`` or ``X_i^T X_i``, in the features' own
+        dtype (float32 in the protocol: half the float64 time), and a bound on each one's rounding,
+        ``||fl(G) - G||_2 <= gamma_{max(n, d)} trace G`` in that dtype (doubled for the traces'
+        rounding)."""
+        x = self.features
+        m, n, d = x.shape
+        gram = torch.matmul(x, x.transpose(-1, -2)) if n <= d else torch.matmul(x.transpose(-1, -2), x)
+        return gram, torch.as_tensor(2 * gamma(max(n, d) + 2, x.dtype) * self._traces, device=x.device)

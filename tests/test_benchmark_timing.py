@@ -1,0 +1,42 @@
+"""The benchmarks' timing of the early-exit certificate (benchmarks/timed_certificate.py) counts
+the work it names, inside the product's own calls: bench_certificate.py and bench_ifca_fig2.py
+print the certificate's share and its floor from these counters."""
+from __future__ import annotations
+
+import importlib.util
+import time
+from pathlib import Path
+
+from cflbounds.sweeps import ifca_fig2
+from cflbounds.sweeps.ifca_fig2 import fig2_cells, run_fig2_cell
+
+TRIALS = 3
+
+
+def _timed_certificate():
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "timed_certificate.py"
+    spec = importlib.util.spec_from_file_location("timed_certificate", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_timed_certificate_counts_its_floor_inside_the_product(monkeypatch):
+    for name in ("FinalDistanceCertificate", "ClusterQuadratics", "step_waves"):
+        monkeypatch.setattr(ifca_fig2, name, getattr(ifca_fig2, name))  # time_certificate replaces them: restored after
+    timed_certificate = _timed_certificate()
+    timed = timed_certificate.time_certificate(time.perf_counter)
+    (cell,) = fig2_cells(("a",), ("paper-text",), {"d": [64], "m": [24], "n": [24], "r": [0.25], "sigma": [0.1]},
+                         seed=0, early_exit=True, trials=TRIALS, restarts=3, iterations=150)
+    rows = run_fig2_cell(cell)
+    successes = rows.loc[rows["certified"] == "success", "trial"].nunique()
+    assert successes > 0  # the cell exercises the certificate's proofs
+    # a certified success proves both true clusters' lambda_min; a block is counted once per problem
+    assert 2 * successes <= timed.blocks <= 2 * TRIALS
+    assert timed.gram_seconds > 0 and timed.machine_gram_seconds > 0  # the machines' Grams: partition certainty
+    assert timed.gram_seconds + timed.machine_gram_seconds <= timed.seconds  # both are inside the certificate
+    cholesky = timed_certificate.cholesky_seconds(64, time.perf_counter)
+    assert cholesky > 0
+    assert timed.floor_seconds(cholesky) == timed.gram_seconds + timed.machine_gram_seconds + timed.blocks * cholesky
+    timed.reset()
+    assert (timed.seconds, timed.gram_seconds, timed.machine_gram_seconds, timed.blocks) == (0, 0, 0, 0)
