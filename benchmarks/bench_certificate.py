@@ -2,6 +2,7 @@
 
     python benchmarks/bench_certificate.py                 # paper size, r = 0.25 and 0.1, 3 trials each
     python benchmarks/bench_certificate.py --trials 2 --r 0.25
+    python benchmarks/bench_certificate.py --claim-cells 8  # the first 8 cells of IFCA.F2 at verify's default scale
 
 Process CPU time on one torch thread stays meaningful on a shared box, where wall times of
 two-thread runs are not (benchmarks/README.md, "The shared box"). To compare two versions
@@ -25,24 +26,36 @@ from benchmarks.benchmark_cells import add_cell_options, benchmark_cells  # noqa
 from benchmarks.timed_certificate import cholesky_seconds, time_certificate  # noqa: E402
 from cflbounds.sweeps import ifca_fig2  # noqa: E402
 from cflbounds.sweeps.ifca_fig2 import run_fig2_cell, trial_outcomes  # noqa: E402
+from cflbounds.verify.ifca.success import claim_cells  # noqa: E402
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_cell_options(parser, trials=3)
+    parser.add_argument("--claim-cells", type=int, default=None, metavar="N",
+                        help="instead of the paper-size cells, the first N cells (0: all 39) of the IFCA.F2 claim at "
+                             "verify's default scale (d = 100, 40 trials each; its certificate's cost is mostly Python "
+                             "and small matrices)")
     args = parser.parse_args(argv)
+    if args.claim_cells is not None and args.claim_cells < 0:
+        parser.error(f"--claim-cells must be >= 0, got {args.claim_cells}")
     torch.set_num_threads(1)
     certificate = time_certificate(time.process_time)
     revision = subprocess.run(["git", "-C", str(Path(ifca_fig2.__file__).parent), "rev-parse", "--short", "HEAD"],
                               capture_output=True, text=True).stdout.strip() or "(no git)"
     start = time.process_time()
     successes = []
-    cells = benchmark_cells(args)
+    if args.claim_cells is None:
+        cells = benchmark_cells(args)
+    else:
+        cells = claim_cells("default", seed=0)[:args.claim_cells or None]
     for cell in cells:
         successes.append(int(trial_outcomes(run_fig2_cell(cell))["success"].sum()))
     product = time.process_time() - start
     floor = certificate.floor_seconds(cholesky_seconds(cells[0]["d"], time.process_time))
-    print(f"cflbounds {revision} ({Path(ifca_fig2.__file__).parent.parent}): r {args.r}, {args.trials} trials each, "
+    grid = (f"r {args.r}, {args.trials} trials each" if args.claim_cells is None
+            else f"IFCA.F2's first {len(cells)} default-scale cells")
+    print(f"cflbounds {revision} ({Path(ifca_fig2.__file__).parent.parent}): {grid}, "
           f"successes {successes}; product {product:.1f} s CPU, certificate {certificate.seconds:.1f} s "
           f"({100 * certificate.seconds / product:.1f}%), of which the true clusters' Gram matrices "
           f"{certificate.gram_seconds:.1f} s ({100 * certificate.gram_seconds / product:.1f}%), its floor "

@@ -95,10 +95,15 @@ def monotonicity(outcomes: pd.DataFrame) -> dict:
     return result
 
 
+def claim_cells(scale: str, seed: int) -> list[dict]:
+    """The sweep cells the claim runs at ``scale`` (:data:`SCALES`) from root ``seed``."""
+    cfg = SCALES[scale]
+    return [cell for panel, overrides in cfg["panels"].items()
+            for cell in fig2_cells((panel,), ("official",), overrides, seed=seed, **cfg["protocol"])]
+
+
 def _success_table(ctx: VerifyContext) -> pd.DataFrame:
-    cfg = SCALES[ctx.scale]
-    cells = [cell for panel, overrides in cfg["panels"].items()
-             for cell in fig2_cells((panel,), ("official",), overrides, seed=ctx.seed, **cfg["protocol"])]
+    cells = claim_cells(ctx.scale, ctx.seed)
     with contextlib.ExitStack() as stack:  # without a workdir the store lives only for this check
         directory = (Path(ctx.workdir) / "sweeps" / "ifca-fig2" if ctx.workdir
                      else Path(stack.enter_context(tempfile.TemporaryDirectory())))
