@@ -12,8 +12,21 @@ from hypothesis import strategies as st
 
 from conftest import examples
 
+from cflbounds.sweeps import spectral_bounds
 from cflbounds.sweeps.cluster_quadratics import ClusterQuadratics
 from cflbounds.sweeps.spectral_bounds import gershgorin_upper, lower_bound, rayleigh_quotient, upper_bound
+
+
+@pytest.fixture(scope="module", autouse=True, params=["default estimates", "Lanczos at every size"])
+def estimates(request):
+    """Every test runs with both estimators placing the tests: the default (``eigh`` up to
+    ``_EIGH_SIZE``, Lanczos above) and Lanczos forced at every size (module-scoped: hypothesis
+    refuses function-scoped fixtures)."""
+    default = spectral_bounds._EIGH_SIZE
+    if request.param == "Lanczos at every size":
+        spectral_bounds._EIGH_SIZE = 0
+    yield request.param
+    spectral_bounds._EIGH_SIZE = default
 
 
 def gram(seed: int, rows: int, p: int, batch=()) -> torch.Tensor:
@@ -38,9 +51,9 @@ def test_bounds_contain_the_spectrum(seed, p, extra):
 
 @pytest.mark.parametrize("p", [100, 400])
 def test_bounds_are_tight_on_well_conditioned_matrices(p):
-    """Rows = 5 p (the Fig. 2 clusters' shape): Lanczos' estimates are close enough that the
-    first tests, 1/64 away, pass: both bounds within 2 % of the exact extremes, so a contraction
-    factor built on them is close to the true one."""
+    """Rows = 5 p (the Fig. 2 clusters' shape): the estimates (Lanczos' too) are close enough that
+    the first tests, 1/64 away, pass: both bounds within 2 % of the exact extremes, so a
+    contraction factor built on them is close to the true one."""
     matrix = gram(0, 5 * p, p)
     exact = np.linalg.eigvalsh(matrix.numpy())
     assert 0.98 * exact[0] <= float(lower_bound(matrix)[0]) <= exact[0]

@@ -26,12 +26,28 @@ every rounding bounded); the margin absorbs the rounding of the float32 iteratio
 """
 from __future__ import annotations
 
+import functools
 import itertools
+from typing import NamedTuple
 
 import numpy as np
 import torch
 
 __all__ = ["FinalDistanceCertificate"]
+
+
+class _Plan(NamedTuple):
+    """What a partition's interval needs at one step size, computed once: per model whether
+    some machine chose it, its quadratic's fixed point (rows of the models nobody chose: zero,
+    they stay where they are), that point's error and the contraction factor (1 for those);
+    and the fixed points' distance score when every model is chosen (else None: it depends on
+    where the others stand)."""
+
+    chosen: np.ndarray
+    fixed: torch.Tensor
+    errors: np.ndarray
+    factors: np.ndarray
+    distance: float | None
 
 
 class FinalDistanceCertificate:
@@ -57,6 +73,7 @@ class FinalDistanceCertificate:
         self.margin = relative_margin * threshold + absolute_margin
         self.outcomes: dict[tuple[int, int], tuple] = {}
         self._previous: dict[tuple[int, int], tuple[bytes, int]] = {}  # run -> (partition, looks held)
+        self._plans: dict[tuple[int, bytes, float], _Plan | None] = {}  # (problem, partition, step) -> plan
 
     def _worth_a_look(self, problem, partition, looks, shared, runs, remaining, view) -> bool:
         """Whether a certificate is worth its cost for a run whose partition has held for
@@ -97,7 +114,7 @@ class FinalDistanceCertificate:
         steps = view.step_size.double().cpu().numpy()
         remaining = self.iterations - view.iteration
         occupied = view.run >= 0
-        shared = _partition_counts(assignment, occupied)
+        shared = functools.cache(lambda row: _partition_counts(assignment[row], occupied[row]))
         for row, slot in zip(*np.nonzero(occupied)):
             if retire[row].all():
                 continue  # the trial was decided at this look
@@ -107,10 +124,17 @@ class FinalDistanceCertificate:
             previous, looks = self._previous.get((problem, run), (None, 0))
             looks = looks + 1 if previous == key else 0
             self._previous[(problem, run)] = (key, looks)
-            if np.any(partition < 0) or not self._worth_a_look(problem, partition, looks, shared[row],
-                                                               int(occupied[row].sum()), remaining, view):
+            if np.any(partition < 0):
                 continue
-            decided = self._verdict(view, row, slot, problem, partition, steps[row, slot], remaining)
+            plan_key = (problem, key, float(steps[row, slot]))
+            if plan_key not in self._plans:  # a planned partition is looked at every time: it costs no Gram
+                if not self._worth_a_look(problem, partition, looks, shared(row), int(occupied[row].sum()),
+                                          remaining, view):
+                    continue
+                self._plans[plan_key] = self._plan(problem, partition, plan_key[2], view.models.shape[2])
+            if self._plans[plan_key] is None:
+                continue  # no certificate for this partition at this step
+            decided = self._verdict(view, row, slot, problem, partition, self._plans[plan_key], remaining)
             if decided is None:
                 continue
             verdict, lower, upper = decided
@@ -125,38 +149,44 @@ class FinalDistanceCertificate:
                 self.outcomes.setdefault(key, ("stopped", view.iteration, np.nan, np.nan))
         return retire
 
-    def _verdict(self, view, row, slot, problem, partition, step, remaining):
+    def _plan(self, problem, partition, step, k) -> _Plan | None:
+        """The partition's :class:`_Plan` at ``step`` with ``k`` models; None when some chosen
+        model's quadratic is not certified positive definite or does not contract (no
+        certificate)."""
+        quadratics = self.quadratics[problem]
+        chosen = np.array([(partition == j).any() for j in range(k)])
+        d = self.theta_star.shape[-1]
+        fixed = torch.zeros(k, d, dtype=torch.float64, device=quadratics.features.device)
+        errors, factors = np.zeros(k), np.ones(k)
+        for j in np.flatnonzero(chosen):
+            factor = quadratics.contraction(partition == j, step)
+            if factor is None:
+                return None
+            quadratic = quadratics.quadratic(partition == j)
+            fixed[j], errors[j], factors[j] = quadratic.fixed, quadratic.fixed_error, factor
+        distance = self._distance(problem, fixed) if chosen.all() else None
+        return _Plan(chosen, fixed, errors, factors, distance)
+
+    def _distance(self, problem, centers: torch.Tensor) -> float:
+        """The protocol's distance score of the ``(k, d)`` centers to the problem's truths."""
+        truths = torch.as_tensor(self.theta_star[problem], device=centers.device)
+        return _score(torch.cdist(centers[None], truths[None])[0].cpu().numpy(), self.metric)
+
+    def _verdict(self, view, row, slot, problem, partition, plan: _Plan, remaining):
         """``(verdict, lower, upper)`` if the run's final distance is certainly below
         (``success``) or above (``failure``) the threshold by the margin, else None. The
-        interval comes first (it needs only the fixed points); the partition's certainty, which
-        needs every machine's loss at every model, is checked only when the interval decides."""
+        interval comes first (it needs only the partition's ``plan``); the partition's certainty,
+        which needs every machine's loss at every model, is checked only when the interval
+        decides."""
         quadratics = self.quadratics[problem]
         models = view.models[row, slot].double()
-        k = models.shape[0]
-        centers, radii, errors, contraction = [], [], [], []
-        for j in range(k):
-            mask = partition == j
-            if not mask.any():  # nobody chose model j: it stays where it is
-                centers.append(models[j])
-                radii.append(0.0)
-                errors.append(0.0)
-                contraction.append(1.0)
-                continue
-            factor = quadratics.contraction(mask, step)
-            if factor is None:
-                return None  # not certified positive definite, or not a contraction: no certificate
-            quadratic = quadratics.quadratic(mask)
-            centers.append(quadratic.fixed)
-            # the iterates stay within ||theta_j - x*|| <= radius of the exact fixed point x*, which is
-            # within the error of the computed one
-            radii.append(float((models[j] - quadratic.fixed).norm()) + quadratic.fixed_error)
-            errors.append(quadratic.fixed_error)
-            contraction.append(factor)
-        radii, errors = np.array(radii), np.array(errors)
-        final_radius = np.array(contraction) ** remaining * radii + errors
-        distances = torch.cdist(torch.stack(centers)[None], torch.as_tensor(self.theta_star[problem])[None].to(
-            models.device))[0].cpu().numpy()  # (k, k*)
-        center_distance = _score(distances, self.metric)
+        chosen = torch.as_tensor(plan.chosen, device=models.device)[:, None]
+        centers = torch.where(chosen, plan.fixed, models)  # a model nobody chose stays where it is: radius 0
+        # the iterates stay within ||theta_j - x*|| <= radius of the exact fixed point x*, which is
+        # within the error of the computed one
+        radii = (models - centers).norm(dim=-1).cpu().numpy() + plan.errors
+        final_radius = plan.factors ** remaining * radii + plan.errors
+        center_distance = self._distance(problem, centers) if plan.distance is None else plan.distance
         lower, upper = center_distance - final_radius.mean(), center_distance + final_radius.mean()
         if upper < self.threshold - self.margin:
             verdict = "success"
@@ -164,10 +194,11 @@ class FinalDistanceCertificate:
             verdict = "failure"
         else:
             return None
-        norms = np.stack([quadratics.quadratic(partition == j).residual_norms if (partition == j).any()
-                          else quadratics.residual_norms(models[j]) for j in range(k)], axis=1)  # (m, k)
+        norms = np.stack([quadratics.quadratic(partition == j).residual_norms if chosen_j
+                          else quadratics.residual_norms(models[j]) for j, chosen_j in enumerate(plan.chosen)],
+                         axis=1)  # (m, k)
         spectral = quadratics.spectral_norms()
-        reach = radii + errors  # every iterate lies within this of the computed fixed point
+        reach = radii + plan.errors  # every iterate lies within this of the computed fixed point
         worst_own = norms[np.arange(len(partition)), partition] + spectral * reach[partition]
         best_other = np.clip(norms - spectral[:, None] * reach[None, :], 0, None)
         best_other[np.arange(len(partition)), partition] = np.inf
@@ -178,16 +209,22 @@ class FinalDistanceCertificate:
 
 def _canonical(partition: np.ndarray) -> bytes:
     """A partition's key up to relabelling of the clusters: its machine sets, sorted."""
+    return _canonical_of(partition.tobytes(), partition.dtype.str)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _canonical_of(key: bytes, dtype: str) -> bytes:
+    """:func:`_canonical` of the partition stored in ``key`` (remembered: every look asks it of
+    every run, and runs hold few distinct partitions)."""
+    partition = np.frombuffer(key, dtype=dtype)
     return b"|".join(sorted((partition == j).tobytes() for j in np.unique(partition)))
 
 
-def _partition_counts(assignment: np.ndarray, occupied: np.ndarray) -> list[dict]:
-    """Per problem row, how many of its runs hold each partition (up to relabelling)."""
-    counts = []
-    for row in range(assignment.shape[0]):
-        keys = [_canonical(assignment[row, slot]) for slot in np.flatnonzero(occupied[row])]
-        counts.append({key: keys.count(key) for key in set(keys)})
-    return counts
+def _partition_counts(assignment: np.ndarray, occupied: np.ndarray) -> dict:
+    """How many of a problem row's runs (``occupied`` slots of its ``assignment``) hold each
+    partition, up to relabelling."""
+    keys = [_canonical(assignment[slot]) for slot in np.flatnonzero(occupied)]
+    return {key: keys.count(key) for key in set(keys)}
 
 
 def _score(distances: np.ndarray, metric: str) -> float:

@@ -106,8 +106,10 @@ class ClusterQuadratics:
         self._traces = torch.linalg.vector_norm(self._points, dim=(1, 2)).square()[self._unsort].cpu().numpy()  # ||X_i||_F^2
         self._sorted_responses = self.responses[torch.as_tensor(order, device=features.device)]
         self._offsets = torch.matmul(self._sorted_responses[:, None, :], self._points)[:, 0][self._unsort]  # X_i^T y_i
+        self._members = [(cluster, self.membership == cluster) for cluster in np.unique(self.membership)]
         self._blocks: dict[int, torch.Tensor] = {}  # true cluster -> its Gram matrix
         self._quadratics: dict[bytes, ClusterQuadratic | None] = {}
+        self._needed: dict[bytes, tuple[int, int]] = {}  # mask -> (blocks computed when counted, gram_machines)
         self._spectral: np.ndarray | None = None
         self._residuals: dict[bytes, np.ndarray] = {}  # a model nobody chose stays put: its residuals are reused
         # a Gram entry sums chunks of at most _CHUNK_POINTS products in the data's dtype, at most
@@ -154,8 +156,7 @@ class ClusterQuadratics:
         outside ``mask``) when they are the fewer, else ``(cluster, False, machines)`` for the
         Gram of ``machines`` (those inside)."""
         parts = []
-        for cluster in np.unique(self.membership):
-            members = self.membership == cluster
+        for cluster, members in self._members:
             inside, outside = np.flatnonzero(members & mask), np.flatnonzero(members & ~mask)
             if inside.size:
                 parts.append((cluster, True, outside) if outside.size < inside.size else (cluster, False, inside))
@@ -186,18 +187,24 @@ class ClusterQuadratics:
 
     def gram_machines(self, mask: np.ndarray) -> int:
         """How many machines' Gram matrices the quadratic of ``mask`` still needs computed
-        (:meth:`_assemble`, with the true clusters' blocks computed so far); 0 if it is known."""
-        if mask.tobytes() in self._quadratics:
+        (:meth:`_assemble`, with the true clusters' blocks computed so far); 0 if it is known.
+        Remembered until another block is computed (the certificate asks at every look)."""
+        key = mask.tobytes()
+        if key in self._quadratics:
             return 0
-        return sum(machines.size + (int(np.sum(self.membership == cluster))
-                                    if from_block and cluster not in self._blocks else 0)
-                   for cluster, from_block, machines in self._parts(mask))
+        blocks, needed = self._needed.get(key, (-1, 0))
+        if blocks != len(self._blocks):
+            needed = sum(machines.size + (int(np.sum(self.membership == cluster))
+                                          if from_block and cluster not in self._blocks else 0)
+                         for cluster, from_block, machines in self._parts(mask))
+            self._needed[key] = (len(self._blocks), needed)
+        return needed
 
     def true_contraction(self, step: float) -> float | None:
         """The largest :meth:`contraction` at ``step`` over the true clusters' quadratics: how fast
         a run holding the true partition approaches its fixed points (None: some cluster does
         not contract)."""
-        factors = [self.contraction(self.membership == cluster, step) for cluster in np.unique(self.membership)]
+        factors = [self.contraction(members, step) for _, members in self._members]
         return None if None in factors else max(factors)
 
     def contraction(self, mask: np.ndarray, step: float) -> float | None:
