@@ -178,6 +178,19 @@ def test_a_refused_step_leaves_the_bounds_of_smaller_steps_intact(name):
     assert factor is None or factor >= step * exact[-1] - 1
 
 
+def test_gram_machines_counts_what_is_left_to_compute():
+    """The count the certificate weighs a new partition by: a near-true partition needs its true
+    cluster's block (6 machines) plus the machine that moved, then only that machine once the
+    block is computed (the remembered count must follow), and nothing once it is solved."""
+    quadratics = make_problem()[0]  # nothing cached yet
+    moved = MASKS["true cluster with one moved"]
+    assert quadratics.gram_machines(moved) == 6 + 1
+    quadratics.quadratic(MASKS["true cluster"])  # computes that cluster's block
+    assert quadratics.gram_machines(moved) == 1
+    quadratics.quadratic(moved)
+    assert quadratics.gram_machines(moved) == 0
+
+
 def test_too_few_points_give_no_quadratic(problem):
     quadratics = problem[0]
     assert quadratics.quadratic(np.isin(np.arange(12), [0])) is None  # 6 points in d = 8: singular
