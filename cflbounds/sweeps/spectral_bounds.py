@@ -37,6 +37,16 @@ _SLACKS = (1 / 64, 1 / 16, 1 / 4, 1 / 2, 2.0)  # relative distances from the est
 # of small products dominates there (one thread, torch 2.13, float64: 0.63 against 2.26 ms at
 # p = 100, 2.9 against 2.6 ms at p = 200); the IFCA.F2 claim's d = 100 quadratics
 _EIGH_SIZE = 160
+# eigh's eigenvalues are exact to rounding, so up to _EIGH_SIZE a first test this close passes
+# (and a failing one costs a factorisation of a small matrix); Lanczos' bottom estimate lies up
+# to 0.4 % above lambda_min, so a test this close would fail at d = 1000, at 13 ms each
+_EXACT_SLACK = 2.0 ** -10
+
+
+def _slacks(p: int) -> tuple[float, ...]:
+    """The relative distances from the estimate at which the tests are tried on ``p x p``
+    matrices: ``_SLACKS``, after ``_EXACT_SLACK`` where the estimates come from ``eigh``."""
+    return ((_EXACT_SLACK,) if p <= _EIGH_SIZE else ()) + _SLACKS
 
 
 def gamma(count: int, dtype=torch.float64) -> float:
@@ -138,7 +148,7 @@ def lower_bound(matrix: torch.Tensor, error: float | torch.Tensor = 0.0,
     positive = info == 0
     smallest = extreme_quotients(matrix)[0] if estimate is None else estimate
     lower = torch.full(matrix.shape[:-2], -torch.inf, dtype=matrix.dtype, device=matrix.device)
-    for slack in _SLACKS:  # the first shift that passes is the tightest bound on offer
+    for slack in _slacks(matrix.shape[-1]):  # the first shift that passes is the tightest bound on offer
         todo = positive & torch.isinf(lower)
         if not todo.any():
             break
@@ -156,7 +166,7 @@ def upper_bound(matrix: torch.Tensor, error: float | torch.Tensor = 0.0,
     largest = rayleigh_quotient(matrix) if estimate is None else estimate
     upper = gershgorin_upper(matrix)
     bounded = torch.zeros(matrix.shape[:-2], dtype=torch.bool, device=matrix.device)
-    for slack in _SLACKS:
+    for slack in _slacks(matrix.shape[-1]):
         if bounded.all():
             break
         ceiling = largest.abs() * (1 + slack)
