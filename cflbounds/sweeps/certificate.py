@@ -159,10 +159,11 @@ class FinalDistanceCertificate:
         fixed = torch.zeros(k, d, dtype=torch.float64, device=quadratics.features.device)
         errors, factors = np.zeros(k), np.ones(k)
         for j in np.flatnonzero(chosen):
-            factor = quadratics.contraction(partition == j, step)
+            mask = partition == j
+            factor = quadratics.contraction(mask, step)
             if factor is None:
                 return None
-            quadratic = quadratics.quadratic(partition == j)
+            quadratic = quadratics.quadratic(mask)
             fixed[j], errors[j], factors[j] = quadratic.fixed, quadratic.fixed_error, factor
         distance = self._distance(problem, fixed) if chosen.all() else None
         return _Plan(chosen, fixed, errors, factors, distance)

@@ -16,8 +16,8 @@ machines outside ``S`` when those are the fewer, else the Gram of those inside. 
 near the true one (the only kind that can end below the threshold) then costs the Grams of
 the few machines that moved, and the collapsed partition a sum of blocks. The copy of the data
 is sorted by true cluster, so a true cluster's Gram reads its points in place. Eigenvalues are
-bounded by one Cholesky test each, placed by one Lanczos run per quadratic (both ends), not
-computed (a tenth of ``eigvalsh``).
+bounded by one Cholesky test each, placed by one Lanczos run per quadratic (both ends; ``eigh``
+for small ``d``, :mod:`cflbounds.sweeps.spectral_bounds`), not computed (a tenth of ``eigvalsh``).
 
 Rounding. The Gram matrices' products (the clusters', in chunks of ``_CHUNK_POINTS`` points
 summed in float64, and the machines' small ones for their spectral norms) are computed in the
