@@ -16,6 +16,7 @@ VERDICTS = (
     "rate-inconsistent",  # universal constants: implied constant grows along the sweep
     "inconclusive",  # not enough trials or budget to decide
     "not-implemented",  # the claim is catalogued but has no check yet
+    "error",  # the claim's own code (check, bound, evaluation) raised or broke the contract: details say where
 )
 PASSING = ("holds", "rate-consistent")
 
