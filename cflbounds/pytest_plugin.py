@@ -2,10 +2,12 @@
 
 ``pytest --cflbounds 'PATTERN' [--cflbounds-scale smoke|default|paper] [--cflbounds-seed S]``
 adds one test item per claim matching a pattern (``MGD.*``, ``TEXTBOOK.GD``; the option may
-be repeated), in a directory with or without test files of its own. An item runs the claim's
-check (:func:`cflbounds.verify.verify`) and passes when the verdict is ``holds`` or
+be repeated), in a directory with or without test files of its own; they are counted in the
+"collected N items" line like any test. An item runs the claim's check
+(:func:`cflbounds.verify.verify`) and passes when the verdict is ``holds`` or
 ``rate-consistent``; otherwise its failure report shows the verdict, the summary, the
-evidence and the command that reproduces it.
+evidence and the command that reproduces it. A claim whose own code raised (verdict
+``error``) fails with that code's traceback, as pytest shows a test that raised.
 
 For custom tests, the fixture ``cflbounds_verify`` returns :func:`cflbounds.verify.verify`
 with the session's scale and seed as defaults; :func:`cflbounds.verify.assert_claim` and
@@ -62,7 +64,10 @@ class ClaimItem(pytest.Item):
         scale, seed = self._settings()
         verdict = verify(self.claim_id, scale=scale, seed=seed)
         self.user_properties.append(("cflbounds_verdict", verdict.verdict))
-        self.add_report_section("call", "cflbounds evidence", _evidence(verdict))
+        if verdict.verdict == "error":
+            self.add_report_section("call", "the claim's traceback", verdict.details.get("error_traceback", ""))
+        else:
+            self.add_report_section("call", "cflbounds evidence", _evidence(verdict))
         if verdict.verdict not in PASSING:
             raise ClaimFailed(verdict)
 
@@ -77,6 +82,11 @@ class ClaimItem(pytest.Item):
 
 def _describe(verdict, reproduction: str) -> str:
     """The failure's headline: verdict, statement, summary, sample and the command to rerun it."""
+    if verdict.verdict == "error":
+        return (f"{verdict.id}: error: the claim's own code failed, so it was not judged\n"
+                f"statement: {verdict.statement}\n"
+                f"{verdict.summary}\n"
+                f"reproduce: {reproduction} --raise   (stops with the traceback)")
     return (f"{verdict.id}: {verdict.verdict} (passing verdicts: holds, rate-consistent)\n"
             f"statement: {verdict.statement}\n"
             f"summary: {verdict.summary}\n"
@@ -102,7 +112,11 @@ def pytest_collection_modifyitems(session, config, items):
         claim_ids = expand_claim_ids(patterns)
     except InvalidParameterError as error:
         raise pytest.UsageError(f"--cflbounds: {error}") from None
-    items.extend(ClaimItem.from_parent(session, name=claim_id, claim_id=claim_id) for claim_id in claim_ids)
+    claim_items = [ClaimItem.from_parent(session, name=claim_id, claim_id=claim_id) for claim_id in claim_ids]
+    # reported as collected, so that "collected N items" (and --co) count them like any test
+    config.hook.pytest_collectreport(report=pytest.CollectReport(f"{session.nodeid}::cflbounds", "passed", None,
+                                                                 claim_items))
+    items.extend(claim_items)
 
 
 def pytest_configure(config):

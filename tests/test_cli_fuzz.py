@@ -54,7 +54,7 @@ SWEEP_VALUED = ["--panel", "--variant", "--k", "--m", "--n", "--d", "--r", "--si
 SWEEP_FLAGS = ["--shared-inits", "--resume"]
 # verify's --out validation is another change (merged separately): verify always gets a fresh --out here
 VERIFY_VALUED = ["--scale", "--device", "--executor", "--address", "--seed", "--threads"]
-VERIFY_FLAGS = ["--json", "--strict"]
+VERIFY_FLAGS = ["--json", "--strict", "--raise"]
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +85,7 @@ def heavy(monkeypatch, tmp_path) -> list[str]:
         calls.append("run_cells")
         return {"computed": len(cell_list), "skipped": 0, "runs": 0, "seconds": 0.0}
 
-    def check(claim_id, context):
+    def check(claim_id, context, raise_errors=False):
         calls.append("check")
         return Verdict(claim_id, "holds", {}, context.seed, 1, 0.95), {}
 
@@ -126,7 +126,7 @@ def argument_lists(draw, places):
     command = draw(st.sampled_from(["claims", "bound", "bound", "sweep", "sweep", "sweep", "report", "verify",
                                     "nonsense"]))
     if command == "claims":
-        return ["claims", *draw(_options([], ["--json", "--markdown"]))]
+        return ["claims", *draw(_options([], ["--json", "--markdown", "--check"]))]
     if command == "bound":
         claim_id = draw(st.sampled_from(FORMULAS + ["NOPE.X", "IFCA.TAB1", ""]))
         names = list(inspect.signature(CLAIMS[claim_id].bound).parameters) if claim_id in FORMULAS else ["sigma"]

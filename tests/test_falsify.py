@@ -259,14 +259,18 @@ def test_shrinking_candidates_are_simpler_and_in_range(low, width, at):
 
 
 def test_a_domain_refuses_malformed_declarations():
-    with pytest.raises(ValueError, match="needs finite low <= high"):
-        Parameter("x", 1.0, 0.0)
+    """Checked when validated, not when made (a plugin module with one bad parameter still
+    imports: tests/test_containment.py), each problem with the line that declared it."""
+    bad_range = Parameter("x", 1.0, 0.0)  # this line is named in the error
+    with pytest.raises(ValueError, match=r"needs finite low <= high.*declared at .*test_falsify.py:\d+"):
+        bad_range.validate()
     with pytest.raises(ValueError, match="log scale needs low > 0"):
-        Parameter("x", 0.0, 1.0, log=True)
+        Parameter("x", 0.0, 1.0, log=True).validate()
     with pytest.raises(ValueError, match="distinct parameter names"):
-        Domain([Parameter("x", 0, 1), Parameter("x", 0, 2)], lambda *a: [])
+        Domain([Parameter("x", 0, 1), Parameter("x", 0, 2)], lambda *a: []).validate()
     with pytest.raises(ValueError, match="rule must be one of"):
-        Domain([Parameter("x", 0, 1)], lambda *a: [], rule="sometimes")
+        Domain([Parameter("x", 0, 1)], lambda *a: [], rule="sometimes").validate()
+    assert Domain([Parameter("x", 0, 1)], lambda *a: []).problems() == []
 
 
 def test_a_time_budget_is_kept_within_one_chunk_of_evaluations():

@@ -18,7 +18,7 @@ def test_checkpoint_computes_once_and_reads_back_in_a_new_context(tmp_path):
     value = {"rows": list(range(5)), "x": 0.1 + 0.2}
     assert first.checkpoint(("cfg", 1), lambda: value) == value
     (stored,) = (tmp_path / "partial").iterdir()
-    assert stored.name.startswith("cfg-1-") and stored.suffix == ".pkl"
+    assert stored.name.startswith("cfg-1-") and stored.suffix == ".npz"
     again = VerifyContext(scale="smoke", seed=3, workdir=tmp_path)  # a resumed run: nothing in memory
     assert again.checkpoint(("cfg", 1), never) == value
     assert first.checkpoint(("cfg", 1), never) is first.checkpoint(("cfg", 1), never)  # cached in memory too
@@ -79,7 +79,7 @@ def test_fc_h_stopped_half_way_resumes_from_its_finished_configurations(tmp_path
     assert total > 10
     with pytest.raises(KeyboardInterrupt):
         _fc_h(monkeypatch, tmp_path, limit=5)
-    assert len(list((tmp_path / "partial").glob("*.pkl"))) == 5
+    assert len(list((tmp_path / "partial").glob("*.npz"))) == 5
     resumed, resumed_table, computed = _fc_h(monkeypatch, tmp_path)
     assert computed == total - 5
     assert _without_time(resumed) == _without_time(reference)
@@ -98,7 +98,7 @@ def test_a_checkpointed_claim_reads_its_configurations_back_unchanged(tmp_path, 
     monkeypatch.setenv("CFLBOUNDS_CACHE", str(tmp_path / "pep-cache"))
     (reference,) = verify_claims([claim_id], VerifyContext(scale="smoke", seed=0, device="cpu"))
     (first,) = verify_claims([claim_id], VerifyContext(scale="smoke", seed=0, device="cpu", workdir=tmp_path))
-    assert list((tmp_path / "partial").glob("*.pkl"))
+    assert list((tmp_path / "partial").glob("*.npz"))
     monkeypatch.setattr(importlib.import_module(module), function, never)
     (again,) = verify_claims([claim_id], VerifyContext(scale="smoke", seed=0, device="cpu", workdir=tmp_path))
     assert _without_time(again) == _without_time(first) == _without_time(reference)

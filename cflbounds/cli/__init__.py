@@ -5,9 +5,12 @@ assumptions and gives a verdict (holds, violated, vacuous, ...) with its evidenc
 package can add its own claims (entry-point group cflbounds.claims; see docs/own-theorem.md).
 
 The ``cflbounds`` command, one module of this package per subcommand (``add_parser(commands)``
-and ``run(args)``). Exit codes: 0 ok; 1 a claim was ``violated`` and ``--strict`` was given; 2 bad
-usage or invalid parameters (one line on stderr naming the parameter, its value and the allowed
-range; no traceback); 130 interrupted; 141 the output pipe was closed by its reader.
+and ``run(args)``). Exit codes: 0 ok; 1 a claim was ``violated`` and ``--strict`` was given, or a
+replayed counterexample did not reproduce; 2 bad usage or invalid parameters (one line on stderr
+naming the parameter, its value and the allowed range; no traceback); 3 a claim's own code
+(its check, bound or domain evaluation) failed: that claim's verdict is ``error``, every other
+claim ran and every output was written; 130 interrupted; 141 the output pipe was closed by its
+reader.
 """
 from __future__ import annotations
 

@@ -9,7 +9,20 @@ import textwrap
 from .._validation import InvalidParameterError
 
 __all__ = ["Parser", "Once", "csv", "table", "terminal_width", "set_threads", "add_executor_options",
-           "check_executor_options", "start_executor"]
+           "check_executor_options", "start_executor", "exit_status", "EXIT_VIOLATED", "EXIT_ERROR"]
+
+EXIT_VIOLATED = 1  # a claim was violated and --strict was given
+EXIT_ERROR = 3  # a claim's own code failed: its verdict (outcome) is 'error'
+
+
+def exit_status(outcomes, *, strict: bool) -> int:
+    """The exit status of a run whose claims ended in ``outcomes`` (verdict words or falsify
+    outcomes): 3 if any is ``error`` (the run is incomplete: that comes first), else 1 if
+    ``strict`` and any is ``violated``, else 0."""
+    outcomes = list(outcomes)
+    if "error" in outcomes:
+        return EXIT_ERROR
+    return EXIT_VIOLATED if strict and "violated" in outcomes else 0
 
 _LAST_COLUMN_MIN = 20  # a narrower last column wraps a formula into fragments too short to read
 

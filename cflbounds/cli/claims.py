@@ -1,9 +1,11 @@
-"""``cflbounds claims``: every claim ID with its paper, statement and status."""
+"""``cflbounds claims``: every claim ID with its paper, statement and status; ``--check``: every
+plugin, its claims and what is wrong with each (a ``pip check`` for claims)."""
 from __future__ import annotations
 
 import json
+import textwrap
 
-from ._common import table
+from ._common import table, terminal_width
 
 __all__ = ["add_parser", "run"]
 
@@ -19,15 +21,56 @@ def add_parser(commands) -> None:
                                              "whether `cflbounds verify` can check it, and whether `cflbounds "
                                              "falsify` can search it (the reason when it cannot: below the table; "
                                              "--json gives it per claim). A plugin that cannot be "
-                                             "registered is named on stderr, one line each.")
+                                             "registered is named on stderr, one line each; --check lists every "
+                                             "plugin with its claims and problems (exit 1 if there is one).")
+    parser.add_argument("--check", action="store_true",
+                        help="instead of the table: every plugin package and entry point, the claims it registered "
+                             "and every problem found in its declarations (what failed to import, with file:line; "
+                             "malformed claims and domains; a bound whose constants are not described; a check or "
+                             "evaluation that cannot take its arguments); nothing is run. Exit status 1 if a "
+                             "problem was found, else 0")
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print a JSON list of objects instead of a table")
     output.add_argument("--markdown", action="store_true", help="print a Markdown table (as in the README)")
 
 
+def _check_plugins(args) -> int:
+    from ..verify.registry import claims, declaration_problems, plugin_problems, plugin_sources
+
+    registered, problems = claims(), plugin_problems()
+    report = []
+    for source in plugin_sources():
+        found = [str(problem) for problem in problems
+                 if (problem.package, problem.entry_point) == (source.package, source.entry_point)]
+        found += [f"claim {claim_id}: {problem}" for claim_id in source.claims
+                  for problem in declaration_problems(registered[claim_id])]
+        report.append({"package": source.package, "entry_point": source.entry_point, "value": source.value,
+                       "claims": list(source.claims), "problems": found})
+    count = sum(len(entry["problems"]) for entry in report)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        width = terminal_width()
+        for entry in report:
+            print(f"{entry['package']} (entry point {entry['entry_point']!r} = {entry['value']}): "
+                  f"{len(entry['claims'])} claims, " + (f"{len(entry['problems'])} problem(s)" if entry["problems"]
+                                                        else "no problems"))
+            if entry["claims"]:
+                print(textwrap.fill(", ".join(entry["claims"]), width, initial_indent="  ", subsequent_indent="  "))
+            for problem in entry["problems"]:
+                print(textwrap.fill(problem, width, initial_indent="  problem: ", subsequent_indent="    "))
+        print(f"\n{len(report)} entry points, {len(registered)} claims, {count} problem(s)")
+    return 1 if count else 0
+
+
 def run(args) -> int:
     from ..verify.registry import claims
 
+    if args.check:
+        if args.markdown:
+            from .._validation import InvalidParameterError
+            raise InvalidParameterError("The '--check' option prints a list (or --json), not a Markdown table.")
+        return _check_plugins(args)
     rows = [claim.as_dict() for claim in claims().values()]
     if args.json:
         print(json.dumps(rows, indent=2))

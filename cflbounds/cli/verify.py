@@ -9,7 +9,7 @@ from datetime import datetime
 from pathlib import Path
 
 from .._validation import InvalidParameterError
-from ._common import (THREADS_HELP, add_executor_options, check_executor_options, start_executor,
+from ._common import (THREADS_HELP, add_executor_options, check_executor_options, exit_status, start_executor,
                       table, thread_count)
 
 __all__ = ["add_parser", "run"]
@@ -80,7 +80,12 @@ def add_parser(commands) -> None:
                              "seed, device or cflbounds version")
     verify.add_argument("--json", action="store_true",
                         help="print verdicts.json's content (run metadata and verdicts) on stdout, not the table")
-    verify.add_argument("--strict", action="store_true", help="exit 1 if a claim is violated")
+    verify.add_argument("--strict", action="store_true",
+                        help="exit 1 if a claim is violated (exit 3, for a claim whose own code failed, comes first)")
+    verify.add_argument("--raise", dest="raise_errors", action="store_true",
+                        help="stop at the first claim whose own code (check or bound) raises, with its traceback, "
+                             "instead of giving it the verdict 'error' and checking the others (for a plugin "
+                             "author; nothing of that claim is written)")
     verify.add_argument("--threads", type=thread_count, default="auto", metavar="auto|N", help=THREADS_HELP)
 
 
@@ -115,8 +120,9 @@ def run(args) -> int:
     record = RunRecord.open(context, resume=args.resume, command=args.argv)
     start_executor(args)
     try:
-        verify_claims(ids, context, skip=[claim for claim in ids if record.done(claim)], on_verdict=_between_claims(record, args.thread_governor),
-                      display=run_display(costs=claim_costs(args.scale)))
+        verify_claims(ids, context, skip=[claim for claim in ids if record.done(claim)],
+                      on_verdict=_between_claims(record, args.thread_governor),
+                      display=run_display(costs=claim_costs(args.scale)), raise_errors=args.raise_errors)
     except KeyboardInterrupt:
         print(f"cflbounds: interrupted; the {len(record.verdicts)} finished verdicts are kept in {record.path} "
               f"(continue with the same options and --resume --out {record.directory})", file=sys.stderr)
@@ -133,4 +139,8 @@ def run(args) -> int:
                     [[v["id"], v["verdict"], v["trials"], f"{v['seconds']:.1f}", v["summary"]] for v in verdicts],
                     width=160))
         print(f"\nverdicts: {record.path}\nreport:   {report}\ntables:   {record.directory / 'tables'}")
-    return 1 if args.strict and any(v["verdict"] == "violated" for v in verdicts) else 0
+    errors = [v for v in verdicts if v["verdict"] == "error"]
+    for verdict in errors:
+        print(f"cflbounds: {verdict['id']}: error: {verdict['summary']} (traceback: {record.path}, its details; "
+              "--raise stops there instead)", file=sys.stderr)
+    return exit_status([v["verdict"] for v in verdicts], strict=args.strict)

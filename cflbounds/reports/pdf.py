@@ -47,6 +47,7 @@ VERDICT_COLORS = {
     "unsatisfiable": "#f8c471",
     "inconclusive": "#b0b0b0",
     "not-implemented": "#e6e6e6",
+    "error": "#c39bd3",  # the claim's own code failed: not judged
     "no counterexample found": "#aed6f1",  # cflbounds falsify: the search and its confirmation found none
 }
 

@@ -6,11 +6,12 @@ entry-point group ``cflbounds.claims`` and validates each with :meth:`Claim.vali
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from .context import VerifyContext
 from .domain import Domain
+from .failure import declaration_site
 from .verdict import Verdict
 
 __all__ = ["Claim", "ClaimError", "ID_PATTERN"]
@@ -32,6 +33,7 @@ class Claim:
     ``package`` that declared it (set by the registry from the entry point's distribution), and
     for ``cflbounds falsify`` its admissible ``domain`` (:class:`~cflbounds.verify.domain.Domain`)
     or, when it has none, ``no_domain``: why it cannot be searched (a sentence).
+    ``declared_at``: the file:line of the declaration, for the registry's messages.
     """
 
     id: str
@@ -43,20 +45,29 @@ class Claim:
     package: str = ""
     domain: Domain | None = None
     no_domain: str = ""
+    declared_at: str = field(default="", init=False, compare=False, repr=False)
 
     def __post_init__(self):
         if not self.paper and isinstance(self.id, str):
             object.__setattr__(self, "paper", self.id.split(".")[0])
+        object.__setattr__(self, "declared_at", declaration_site())
 
     @property
     def status(self) -> str:
         return "implemented" if self.check is not None else "not implemented"
 
     def from_package(self, package: str) -> "Claim":
-        return replace(self, package=package)
+        return self.replaced(package=package)
+
+    def replaced(self, **changes) -> "Claim":
+        """A copy with ``changes`` (``dataclasses.replace``), declared where this one was."""
+        copy = replace(self, **changes)
+        object.__setattr__(copy, "declared_at", self.declared_at)
+        return copy
 
     def validate(self) -> "Claim":
-        """Raise :class:`ClaimError` saying what is wrong with this declaration."""
+        """Raise :class:`ClaimError` saying what is wrong with this declaration (its domain's own
+        problems are :meth:`Domain.problems`: the registry keeps the claim without it)."""
         if not isinstance(self.id, str) or not ID_PATTERN.fullmatch(self.id):
             raise ClaimError(f"claim ID {self.id!r} is not of the form PAPER.NAME (e.g. TEXTBOOK.GD: upper-case "
                              "paper key, a dot, a name of letters, digits, '_', '-' or '.')")

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import pickle
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +13,7 @@ import pandas as pd
 from .. import __version__
 from .._files import atomic_write_bytes
 from .._validation import Options
+from .checkpoints import CheckpointFormatError, decode, encode
 
 __all__ = ["SCALES", "SCALE_DESCRIPTIONS", "TABLE_KEYS", "VerifyContext"]
 
@@ -36,7 +36,10 @@ class VerifyContext:
     progress, True/False/None (a bar only on an interactive terminal) or a callable told
     ``(cells done, cells to do)`` after each cell. ``tables`` collects the tidy result tables
     of every check; ``cache`` lets checks share an experiment; ``claim`` is the claim being
-    checked (set by :func:`cflbounds.verify.run.verify_claims`).
+    checked and ``package`` the distribution that declared it (set by
+    :func:`cflbounds.verify.run.verify_claims`): the keys of :meth:`shared` and
+    :meth:`checkpoint` are the package's own, so two plugins that happen to pick one key never
+    see each other's experiment.
     """
 
     scale: str = "default"
@@ -48,6 +51,7 @@ class VerifyContext:
     tables: dict = field(default_factory=dict)
     cache: dict = field(default_factory=dict)
     claim: str | None = None
+    package: str = ""
     _claim_tables: dict = field(default_factory=dict, init=False, repr=False)
     _table_owner: dict = field(default_factory=dict, init=False, repr=False)
 
@@ -66,39 +70,61 @@ class VerifyContext:
         self.tables[name] = self._claim_tables[name] = keyed
 
     @contextlib.contextmanager
-    def checking(self, claim_id: str):
-        """While ``claim_id``'s check runs: its saved tables, as a dict filled as they come."""
-        self.claim, self._claim_tables = claim_id, {}
+    def checking(self, claim_id: str, package: str = ""):
+        """While ``claim_id`` (declared by ``package``) is checked: its saved tables, as a dict
+        filled as they come."""
+        self.claim, self.package, self._claim_tables = claim_id, package, {}
         try:
             yield self._claim_tables
         finally:
-            self.claim = None
+            self.claim, self.package = None, ""
+
+    def discard_tables(self) -> None:
+        """Forget the tables the current claim saved (its check failed: half a claim's tables
+        would read as a finished experiment)."""
+        for name in self._claim_tables:
+            self.tables.pop(name, None)
+            self._table_owner.pop(name, None)
+        self._claim_tables.clear()
+
+    def _scoped(self, key):
+        return (self.package, key)
 
     def shared(self, key, compute):
-        """``compute()`` once per key per context (an experiment used by several claims)."""
-        if key not in self.cache:
-            self.cache[key] = compute()
-        return self.cache[key]
+        """``compute()`` once per key per context and declaring package (an experiment used by
+        several claims of one package; another package's identical key is another experiment)."""
+        scoped = self._scoped(key)
+        if scoped not in self.cache:
+            self.cache[scoped] = compute()
+        return self.cache[scoped]
 
     def checkpoint(self, key, compute):
         """Like :meth:`shared`, and kept on disk: with a ``workdir`` the result of ``compute()``
         is written atomically to ``workdir/partial/`` and read back by a later run in the same
         directory (``verify --resume``), so a long claim killed half-way keeps its finished
-        configurations. Use it for configurations that take minutes at the paper scale; the
-        result must pickle. The file name holds the version, scale, seed and device too, so a
-        file is only ever read under the settings that made it."""
-        if key in self.cache or self.workdir is None:
+        configurations. Use it for configurations that take minutes at the paper scale. The
+        result must be data (numbers, strings, lists, dicts, numpy arrays, torch tensors,
+        pandas frames, registered dataclasses: :mod:`cflbounds.verify.checkpoints`), which is
+        all a file is ever read as: resuming a run directory someone sent never executes code
+        from it. The file name holds the version, scale, seed, device and package too, so a file
+        is only ever read under the settings that made it."""
+        scoped = self._scoped(key)
+        if scoped in self.cache or self.workdir is None:
             return self.shared(key, compute)
         path = self._checkpoint_path(key)
-        if path.exists():  # only files this package wrote into the run's own directory
-            self.cache[key] = pickle.loads(path.read_bytes())
+        if path.exists():
+            try:
+                self.cache[scoped] = decode(path.read_bytes())
+            except CheckpointFormatError as error:
+                raise CheckpointFormatError(f"{path}: {error}; delete it to recompute that part") from None
         else:
-            self.cache[key] = compute()
-            path.parent.mkdir(exist_ok=True)
-            atomic_write_bytes(path, pickle.dumps(self.cache[key], protocol=pickle.HIGHEST_PROTOCOL))
-        return self.cache[key]
+            data = encode(compute())  # refuses what is not data before anything is written
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(path, data)
+            self.cache[scoped] = decode(data)  # what a resumed run reads: both runs judge the same values
+        return self.cache[scoped]
 
     def _checkpoint_path(self, key) -> Path:
-        identity = repr((__version__, self.scale, self.seed, self.device, key))
-        slug = re.sub(r"[^A-Za-z0-9.]+", "-", repr(key)).strip("-")[:60]
-        return Path(self.workdir) / "partial" / f"{slug}-{hashlib.sha256(identity.encode()).hexdigest()[:16]}.pkl"
+        identity = repr((__version__, self.scale, self.seed, self.device, self.package, key))
+        slug = re.sub(r"[^A-Za-z0-9.]+", "-", repr((self.package, key))).strip("-")[:60]
+        return Path(self.workdir) / "partial" / f"{slug}-{hashlib.sha256(identity.encode()).hexdigest()[:16]}.npz"

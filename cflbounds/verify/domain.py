@@ -28,6 +28,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from .failure import declaration_site
+
 __all__ = ["Parameter", "Instance", "Domain", "RULES"]
 
 RULES = ("deterministic", "expectation", "probability")
@@ -38,7 +40,13 @@ class Parameter:
     """One coordinate of a domain: ``low <= value <= high``, an ``integer`` or a float,
     searched on a ``log`` scale (for scales: sizes, noise levels, step sizes) or a linear one.
     ``simple``: the value shrinking moves it toward (default: ``low`` for an integer, else
-    the round number of the range nearest ``low``)."""
+    the round number of the range nearest ``low``).
+
+    As in scikit-learn, where an estimator's parameters are checked when it is fitted, not when
+    it is made, a malformed declaration does not raise where it is written: a plugin module
+    declaring one bad parameter still imports, and only the claim that uses it loses its domain
+    (the registry names the claim and ``declared_at``, the file:line of the declaration).
+    :meth:`problems` says what is wrong, :meth:`validate` raises it."""
 
     name: str
     low: float
@@ -47,16 +55,35 @@ class Parameter:
     log: bool = False
     simple: float | None = None
     description: str = ""
+    declared_at: str = field(default="", init=False, compare=False, repr=False)
 
     def __post_init__(self):
-        if not (math.isfinite(self.low) and math.isfinite(self.high) and self.low <= self.high):
-            raise ValueError(f"parameter {self.name!r}: needs finite low <= high, got [{self.low}, {self.high}]")
-        if self.log and self.low <= 0:
-            raise ValueError(f"parameter {self.name!r}: a log scale needs low > 0, got {self.low}")
-        if self.integer and (self.low != round(self.low) or self.high != round(self.high)):
-            raise ValueError(f"parameter {self.name!r}: an integer range needs integer ends")
-        if self.simple is not None and not self.low <= self.simple <= self.high:
-            raise ValueError(f"parameter {self.name!r}: simple = {self.simple} is outside [{self.low}, {self.high}]")
+        object.__setattr__(self, "declared_at", declaration_site())
+
+    def problems(self) -> list[str]:
+        """What is wrong with this declaration (empty when nothing is)."""
+        name, low, high = self.name, self.low, self.high
+        if not isinstance(name, str) or not name:
+            return [f"parameter name {name!r} must be a non-empty string"]
+        numbers = all(isinstance(v, (int, float, np.number)) and not isinstance(v, bool) for v in (low, high))
+        if not (numbers and math.isfinite(low) and math.isfinite(high) and low <= high):
+            return [f"parameter {name!r}: needs finite low <= high, got [{low}, {high}]"]
+        found = []
+        if self.log and low <= 0:
+            found.append(f"parameter {name!r}: a log scale needs low > 0, got {low}")
+        if self.integer and (low != round(low) or high != round(high)):
+            found.append(f"parameter {name!r}: an integer range needs integer ends, got [{low}, {high}]")
+        if self.simple is not None and not (isinstance(self.simple, (int, float, np.number))
+                                            and low <= self.simple <= high):
+            found.append(f"parameter {name!r}: simple = {self.simple} is outside [{low}, {high}]")
+        return found
+
+    def validate(self) -> "Parameter":
+        """Raise ValueError with :meth:`problems` and where the parameter was declared."""
+        found = self.problems()
+        if found:
+            raise ValueError("; ".join(found) + (f" (declared at {self.declared_at})" if self.declared_at else ""))
+        return self
 
     @property
     def simplest(self) -> float:
@@ -145,7 +172,11 @@ class Domain:
     on the parameters alone, checked before evaluating (a point breaking one is never
     evaluated); rows that depend on the drawn problem come back in the instance.
     ``confirmation``: fresh seeds used to confirm a counterexample; ``rtol``: a deterministic
-    bound's numerical tolerance. ``note``: what the search varies, in a sentence."""
+    bound's numerical tolerance. ``note``: what the search varies, in a sentence.
+
+    Checked lazily, like :class:`Parameter`: :meth:`problems` lists what is wrong (its
+    parameters' problems with their file:line included), :meth:`validate` raises it; the
+    registry keeps a claim whose domain is malformed, without the domain."""
 
     parameters: Sequence[Parameter]
     evaluate: Callable
@@ -154,17 +185,44 @@ class Domain:
     confirmation: int = 20
     rtol: float = 1e-9
     note: str = ""
+    declared_at: str = field(default="", init=False, compare=False, repr=False)
 
     def __post_init__(self):
-        if self.rule not in RULES:
-            raise ValueError(f"domain rule must be one of {RULES}, got {self.rule!r}")
-        names = [p.name for p in self.parameters]
+        object.__setattr__(self, "declared_at", declaration_site())
+
+    def problems(self) -> list[str]:
+        """What is wrong with this declaration (empty when nothing is), each with its file:line."""
+        here = f" (declared at {self.declared_at})" if self.declared_at else ""
+        try:
+            parameters = list(self.parameters)
+        except TypeError:
+            return [f"a domain's parameters must be a list of cflbounds.claims.Parameter{here}"]
+        found = []
+        for parameter in parameters:
+            if not isinstance(parameter, Parameter):
+                found.append(f"{parameter!r:.60} is not a cflbounds.claims.Parameter{here}")
+            else:
+                at = f" (declared at {parameter.declared_at})" if parameter.declared_at else here
+                found += [problem + at for problem in parameter.problems()]
+        names = [getattr(p, "name", None) for p in parameters]
         if not names or len(set(names)) != len(names):
-            raise ValueError(f"a domain needs distinct parameter names, got {names}")
+            found.append(f"a domain needs distinct parameter names, got {names}{here}")
+        if self.rule not in RULES:
+            found.append(f"domain rule must be one of {RULES}, got {self.rule!r}{here}")
         if not callable(self.evaluate) or (self.constraints is not None and not callable(self.constraints)):
-            raise ValueError("a domain's evaluate (and constraints) must be functions")
-        if self.confirmation < 2:
-            raise ValueError("a domain needs at least 2 confirmation seeds")
+            found.append(f"a domain's evaluate (and constraints) must be functions{here}")
+        if not (isinstance(self.confirmation, int) and self.confirmation >= 2):
+            found.append(f"a domain needs an int >= 2 of confirmation seeds, got {self.confirmation!r}{here}")
+        if not (isinstance(self.rtol, (int, float)) and math.isfinite(self.rtol) and self.rtol >= 0):
+            found.append(f"a domain's rtol must be a finite number >= 0, got {self.rtol!r}{here}")
+        return found
+
+    def validate(self) -> "Domain":
+        """Raise ValueError with :meth:`problems`."""
+        found = self.problems()
+        if found:
+            raise ValueError("; ".join(found))
+        return self
 
     def decode(self, unit) -> dict:
         return {p.name: p.decode(u) for p, u in zip(self.parameters, unit)}

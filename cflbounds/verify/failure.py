@@ -17,7 +17,8 @@ import traceback
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-__all__ = ["CONTAINED", "ClaimFailure", "ContractError", "describe_failure", "declaring_root"]
+__all__ = ["CONTAINED", "ClaimFailure", "ContractError", "describe_failure", "declaring_root", "defined_at",
+           "declaration_site"]
 
 CONTAINED = (Exception, SystemExit)  # what a claim's code may raise without ending the run
 STAGES = ("check", "bound", "evaluation", "contract", "declaration")
@@ -74,15 +75,37 @@ def declaring_root(*functions) -> Path | None:
     return None
 
 
-def describe_failure(error: BaseException, stage: str, *, root: Path | None = None) -> ClaimFailure:
-    """``error`` as a :class:`ClaimFailure` at ``stage``; ``where`` is the innermost frame under
-    ``root`` (:func:`declaring_root` of the claim's code), else the innermost frame."""
+def declaration_site() -> str:
+    """``file:line`` of the code that made the declaration being constructed: the first frame
+    up the stack outside cflbounds' declaration classes and the dataclass machinery."""
+    frame = sys._getframe(1)
+    own = {__file__, str(Path(__file__).with_name("domain.py")), str(Path(__file__).with_name("claim.py"))}
+    def machinery(code) -> bool:  # our declaration classes, or the __init__ that dataclass generated for them
+        return code.co_filename in own or (code.co_filename.startswith("<") and code.co_name == "__init__")
+
+    while frame is not None and machinery(frame.f_code):
+        frame = frame.f_back
+    return f"{_short(frame.f_code.co_filename)}:{frame.f_lineno}" if frame is not None else ""
+
+
+def defined_at(function) -> str:
+    """``file:line`` where ``function`` is defined (what a contract error points to: the code
+    that returned the wrong thing), or its repr when it has no source."""
+    code = getattr(getattr(function, "__wrapped__", function), "__code__", None)
+    return f"{_short(code.co_filename)}:{code.co_firstlineno}" if code is not None else repr(function)
+
+
+def describe_failure(error: BaseException, stage: str, *, root: Path | None = None,
+                     where: str | None = None) -> ClaimFailure:
+    """``error`` as a :class:`ClaimFailure` at ``stage``; ``where`` defaults to the innermost
+    frame under ``root`` (:func:`declaring_root` of the claim's code), else the innermost frame."""
     if stage not in STAGES:
         raise ValueError(f"stage must be one of {STAGES}, got {stage!r}")
-    frames = traceback.extract_tb(error.__traceback__)
-    inside = [frame for frame in frames if root is not None and _under(frame.filename, root)]
-    frame = (inside or frames or [None])[-1]
-    where = f"{_short(frame.filename)}:{frame.lineno}" if frame is not None else "unknown location"
+    if where is None:
+        frames = traceback.extract_tb(error.__traceback__)
+        inside = [frame for frame in frames if root is not None and _under(frame.filename, root)]
+        frame = (inside or frames or [None])[-1]
+        where = f"{_short(frame.filename)}:{frame.lineno}" if frame is not None else "unknown location"
     message = str(error) if not isinstance(error, SystemExit) else f"exit status {error.code!r}"
     text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
     return ClaimFailure(stage, type(error).__name__, message or "(no message)", where, text)

@@ -4,7 +4,7 @@ A run directory holds (``docs/tables.md`` describes every table column)::
 
     verdicts.json          {"metadata": {...}, "verdicts": [...]}, rewritten after every claim
     tables/<name>.parquet  each claim's tidy tables, written just before its verdict
-    partial/*.pkl          finished configurations of long claims (VerifyContext.checkpoint)
+    partial/*.npz          finished configurations of long claims (VerifyContext.checkpoint), data only
     sweeps/ifca-fig2/      the IFCA.F2 sweep's store (one file per finished cell)
     report.pdf             built once every claim is done
 
@@ -191,7 +191,9 @@ class RunRecord:
         return record
 
     def done(self, claim_id: str) -> bool:
-        return claim_id in self.verdicts
+        """Whether ``--resume`` skips ``claim_id``: it has a verdict, and not ``error`` (a claim
+        whose code failed is checked again: its author has perhaps fixed it)."""
+        return claim_id in self.verdicts and self.verdicts[claim_id]["verdict"] != "error"
 
     def add(self, verdict: Verdict, tables: dict) -> None:
         """Store one finished claim: its tables first, then ``verdicts.json`` (so a verdict on

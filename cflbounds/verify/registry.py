@@ -8,8 +8,12 @@ first, so no plugin can take a built-in ID.
 
 A plugin that fails to import, declares something that is not a claim, a malformed claim or an
 ID already taken does not stop the others: each problem becomes one :class:`PluginProblem`
-line (naming the package and the claim), which ``cflbounds claims`` prints on stderr and
-:func:`plugin_problems` returns; the rest of the claims work.
+line (naming the package, the entry point, the claim and the file:line), which every command
+prints on stderr, ``cflbounds claims --check`` lists, and :func:`plugin_problems` returns; the
+rest of the claims work. A plugin loses only what it must: a module that fails to import loses
+its claims (there are none to keep), a malformed claim is skipped, and a claim whose
+:class:`~cflbounds.verify.domain.Domain` is malformed (a ``Parameter`` with ``low > high``,
+say) is kept without it: still verified, not falsified.
 
 The entry points are read once, on first use (not at import), and :func:`reload` reads them
 again (after installing a package in a running interpreter, or in tests).
@@ -18,11 +22,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from importlib.metadata import entry_points
+from importlib.util import find_spec
+from pathlib import Path
 
 from .._validation import InvalidParameterError
 from .claim import Claim, ClaimError
+from .failure import describe_failure
 
-__all__ = ["GROUP", "PluginProblem", "claims", "get_claim", "plugin_problems", "loaded_problems", "reload", "CLAIMS"]
+__all__ = ["GROUP", "PluginProblem", "PluginSource", "claims", "get_claim", "plugin_problems", "plugin_sources",
+           "loaded_problems", "declaration_problems", "reload", "CLAIMS"]
 
 GROUP = "cflbounds.claims"
 _OWN = "cflbounds"
@@ -30,17 +38,32 @@ _OWN = "cflbounds"
 
 @dataclass(frozen=True)
 class PluginProblem:
-    """A plugin's declaration that could not be registered, and why."""
+    """A plugin's declaration that could not be registered (or only in part), and why:
+    ``claim`` is the claim's ID when one is concerned, ``where`` the file:line at fault."""
 
     package: str
     entry_point: str
     message: str
+    claim: str = ""
+    where: str = ""
 
     def __str__(self) -> str:
-        return f"plugin {self.package} (entry point {self.entry_point!r}): {self.message}"
+        about = f"claim {self.claim}: " if self.claim and self.claim not in self.message else ""
+        at = f" (at {self.where})" if self.where else ""
+        return f"plugin {self.package} (entry point {self.entry_point!r}): {about}{self.message}{at}"
 
 
-_loaded: tuple[dict[str, Claim], list[PluginProblem]] | None = None
+@dataclass(frozen=True)
+class PluginSource:
+    """One entry point of the group: its package, name, target, and the IDs it registered."""
+
+    package: str
+    entry_point: str
+    value: str
+    claims: tuple[str, ...]
+
+
+_loaded: tuple[dict[str, Claim], list[PluginProblem], list[PluginSource]] | None = None
 
 
 def _package(entry_point) -> str:
@@ -54,37 +77,69 @@ def _declared(entry_point) -> list:
     return list(declared)
 
 
-def _load() -> tuple[dict[str, Claim], list[PluginProblem]]:
+def _module_root(entry_point) -> Path | None:
+    """The directory (or file) of the entry point's top-level module, found without importing it."""
+    top = entry_point.value.split(":")[0].split(".")[0]
+    try:
+        spec = find_spec(top)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or spec.origin in (None, "built-in", "frozen"):
+        return None
+    origin = Path(spec.origin).resolve()
+    return origin.parent if origin.name == "__init__.py" else origin
+
+
+def _load() -> tuple[dict[str, Claim], list[PluginProblem], list[PluginSource]]:
     registered: dict[str, Claim] = {}
     problems: list[PluginProblem] = []
+    sources: list[PluginSource] = []
     points = sorted(entry_points(group=GROUP), key=lambda point: (_package(point) != _OWN, _package(point), point.name))
     for point in points:
         package = _package(point)
+        before = set(registered)
         try:
             declared = _declared(point)
         except Exception as error:  # a broken plugin must not take the other claims down with it
+            failure = describe_failure(error, "declaration", root=_module_root(point))
             problems.append(PluginProblem(package, point.name, f"failed to load {point.value}: "
-                                                               f"{type(error).__name__}: {error}"))
+                                                               f"{failure.kind}: {failure.message}",
+                                          where=failure.where))
+            declared = []
+        _register(declared, package, point, registered, problems)
+        sources.append(PluginSource(package, point.name, point.value,
+                                    tuple(claim_id for claim_id in registered if claim_id not in before)))
+    return registered, problems, sources
+
+
+def _register(declared, package: str, point, registered: dict, problems: list) -> None:
+    """Validate and register the claims one entry point declared (problems appended)."""
+    for claim in declared:
+        if not isinstance(claim, Claim):
+            problems.append(PluginProblem(package, point.name, f"declares {claim!r:.80}, which is not a "
+                                                               "cflbounds.claims.Claim; ignored"))
             continue
-        for claim in declared:
-            if not isinstance(claim, Claim):
-                problems.append(PluginProblem(package, point.name, f"declares {claim!r}, which is not a "
-                                                                   "cflbounds.claims.Claim; ignored"))
-                continue
-            try:
-                claim.validate()
-            except ClaimError as error:
-                problems.append(PluginProblem(package, point.name, f"{error}; ignored"))
-                continue
-            if claim.id in registered:
-                problems.append(PluginProblem(package, point.name, f"claim {claim.id} is already declared by "
-                                                                   f"{registered[claim.id].package}; ignored"))
-                continue
-            registered[claim.id] = claim.from_package(package)
-    return registered, problems
+        try:
+            claim.validate()
+        except ClaimError as error:
+            problems.append(PluginProblem(package, point.name, f"{error}; ignored", where=claim.declared_at))
+            continue
+        if claim.id in registered:
+            problems.append(PluginProblem(package, point.name, f"claim {claim.id} is already declared by "
+                                                               f"{registered[claim.id].package}; ignored",
+                                          claim=claim.id, where=claim.declared_at))
+            continue
+        domain_problems = claim.domain.problems() if claim.domain is not None else []
+        if domain_problems:
+            reason = "its declared domain is malformed: " + "; ".join(domain_problems)
+            problems.append(PluginProblem(package, point.name, f"{reason}; the claim is kept without it "
+                                                               "(verify checks it, falsify cannot search it)",
+                                          claim=claim.id))
+            claim = claim.replaced(domain=None, no_domain=reason)
+        registered[claim.id] = claim.from_package(package)
 
 
-def _registry() -> tuple[dict[str, Claim], list[PluginProblem]]:
+def _registry() -> tuple[dict[str, Claim], list[PluginProblem], list[PluginSource]]:
     global _loaded
     if _loaded is None:
         _loaded = _load()
@@ -105,6 +160,40 @@ def claims() -> dict[str, Claim]:
 def plugin_problems() -> list[PluginProblem]:
     """What could not be registered (see the module docstring)."""
     return list(_registry()[1])
+
+
+def plugin_sources() -> list[PluginSource]:
+    """Every entry point of the group, cflbounds' own first, with the claims it registered."""
+    return list(_registry()[2])
+
+
+def declaration_problems(claim: Claim) -> list[str]:
+    """What a registered claim's declaration lacks for the commands that use it (``cflbounds
+    claims --check``; nothing here runs the claim): a check that cannot take the context, a
+    bound whose constants ``cflbounds bound ID --help`` cannot explain, a domain evaluation
+    that cannot take ``(points, seeds, ctx)``."""
+    import inspect
+
+    from ..bounds._docstring import parameter_descriptions
+
+    found = []
+    for name, function, arguments in (("check", claim.check, 1),
+                                      ("domain's evaluate", getattr(claim.domain, "evaluate", None), 3)):
+        if function is None:
+            continue
+        try:
+            inspect.signature(function).bind(*range(arguments))
+        except TypeError:
+            found.append(f"its {name} cannot be called with {arguments} argument(s)")
+        except ValueError:  # no signature to read (a builtin): nothing to say
+            pass
+    if claim.bound is not None:
+        described = parameter_descriptions(claim.bound)
+        missing = [name for name in claim.bound.parameter_constraints if not described.get(name)]
+        if missing:
+            found.append(f"its bound {claim.bound.__name__} does not describe {', '.join(missing)} in its docstring's "
+                         "Parameters section (what `cflbounds bound ID --help` shows)")
+    return found
 
 
 def loaded_problems() -> list[PluginProblem]:

@@ -10,6 +10,7 @@ from .._torch import DEVICES, resolve_device
 from .._validation import Boolean, Constraint, Interval, InvalidParameterError, NoneOK, Options, validate_params
 from ..sweeps.executors import EXECUTORS
 from .context import SCALE_OPTION, VerifyContext
+from .failure import CONTAINED, ContractError, declaring_root, defined_at, describe_failure
 from .progress import RunDisplay
 from .registry import claims, get_claim
 from .verdict import Verdict
@@ -41,49 +42,98 @@ def expand_claim_ids(ids, among: list[str] | None = None, kind: str = "implement
     return expanded
 
 
-def _check(claim_id: str, context: VerifyContext) -> tuple[Verdict, dict]:
-    """The verdict of one claim and the tables its check saved."""
+def _check(claim_id: str, context: VerifyContext, raise_errors: bool = False) -> tuple[Verdict, dict]:
+    """The verdict of one claim and the tables its check saved. A check that raises, or returns
+    something other than a :class:`Verdict` of this claim, gives the verdict ``error``
+    (:func:`error_verdict`) and no tables, unless ``raise_errors``: then the exception goes on."""
     claim = get_claim(claim_id)
     if claim.check is None:
         return Verdict(claim_id, "not-implemented", {}, context.seed, 0, 0.0,
                        "no check for this claim yet", claim.statement, context.scale), {}
     started = time.perf_counter()
-    with context.checking(claim_id) as tables:
-        verdict = claim.check(context)
+    with context.checking(claim_id, claim.package) as tables:
+        try:
+            verdict = claim.check(context)
+            _check_returned(claim, verdict)
+        except CONTAINED as error:
+            if raise_errors:
+                raise
+            context.discard_tables()
+            verdict = error_verdict(claim, context, error)
     verdict.statement, verdict.scale = claim.statement, context.scale
     verdict.seconds = time.perf_counter() - started
     return verdict, tables
 
 
-def _check_on_worker(claim_id: str, scale: str, seed: int, device: str) -> tuple[Verdict, dict]:
+def _check_returned(claim, verdict) -> None:
+    """Raise :class:`ContractError` unless ``verdict`` is a :class:`Verdict` of ``claim``."""
+    if not isinstance(verdict, Verdict):
+        raise ContractError(f"the check of {claim.id} returned {type(verdict).__name__} {verdict!r:.60}, not a "
+                            "cflbounds.claims.Verdict")
+    if verdict.id != claim.id:
+        raise ContractError(f"the check of {claim.id} returned a verdict for {verdict.id!r}")
+
+
+def error_verdict(claim, context: VerifyContext, error: BaseException) -> Verdict:
+    """The verdict ``error`` of ``claim`` whose own code raised ``error`` (or returned what breaks
+    the contract): the summary says what raised where (the innermost frame in the claim's
+    package, :func:`~cflbounds.verify.failure.describe_failure`); the details carry the type,
+    message, place and traceback. The stage is ``contract`` for a :class:`ContractError`,
+    ``bound`` when the claim's bound function is on the traceback, else ``check``."""
+    bound = getattr(claim.bound, "__wrapped__", claim.bound)
+    bound_code = getattr(bound, "__code__", None)
+    if isinstance(error, ContractError):
+        stage = "contract"
+    elif bound_code is not None and any(frame.f_code is bound_code for frame in _frames(error)):
+        stage = "bound"
+    else:
+        stage = "check"
+    failure = describe_failure(error, stage, root=declaring_root(claim.check, claim.bound),
+                               where=defined_at(claim.check) if stage == "contract" else None)
+    return Verdict(claim.id, "error", {}, context.seed, 0, 0.0, failure.summary, claim.statement, context.scale,
+                   details=failure.as_details())
+
+
+def _frames(error: BaseException) -> list:
+    frames, tb = [], error.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    return frames
+
+
+def _check_on_worker(claim_id: str, scale: str, seed: int, device: str,
+                     raise_errors: bool = False) -> tuple[Verdict, dict]:
     """One claim's check as a Ray task: its sweeps run as tasks of their own, and nothing is
     written on the worker's disk (no run directory: the driver writes what comes back)."""
-    return _check(claim_id, VerifyContext(scale=scale, seed=seed, device=device, executor="ray", progress=False))
+    return _check(claim_id, VerifyContext(scale=scale, seed=seed, device=device, executor="ray", progress=False),
+                  raise_errors)
 
 
-def _checks_on_ray(todo: list[str], context: VerifyContext, display: RunDisplay):
+def _checks_on_ray(todo: list[str], context: VerifyContext, display: RunDisplay, raise_errors: bool):
     """Every claim of ``todo`` as a Ray task at once; ``(claim ID, verdict, tables)`` as each finishes."""
     from ..sweeps.ray_cluster import as_finished, connect, submitter
 
     ray = connect()
     submit = submitter(ray, _check_on_worker, context.device)
-    futures = {submit(claim_id, context.scale, context.seed, context.device): claim_id for claim_id in todo}
+    futures = {submit(claim_id, context.scale, context.seed, context.device, raise_errors): claim_id
+               for claim_id in todo}
     display.claims_scheduled(todo)
     for claim_id, (verdict, tables) in as_finished(ray, futures):
         context.tables.update(tables)
         yield claim_id, verdict, tables
 
 
-def _checks_here(todo: list[str], context: VerifyContext, display: RunDisplay):
+def _checks_here(todo: list[str], context: VerifyContext, display: RunDisplay, raise_errors: bool):
     """The claims of ``todo`` one after the other in this process; ``(claim ID, verdict, tables)`` each."""
     for claim_id in todo:
         display.claim_started(claim_id)
-        yield claim_id, *_check(claim_id, context)
+        yield claim_id, *_check(claim_id, context, raise_errors)
 
 
 def verify_claims(ids=None, context: VerifyContext | None = None, *, skip=(),
                   on_verdict: Callable[[Verdict, dict], None] | None = None,
-                  display: RunDisplay | None = None) -> list[Verdict]:
+                  display: RunDisplay | None = None, raise_errors: bool = False) -> list[Verdict]:
     """Check each claim (all implemented ones if ``ids`` is empty) and return their verdicts in
     the given order; ``ids`` may hold patterns such as ``MGD.*`` (:func:`expand_claim_ids`).
 
@@ -94,8 +144,9 @@ def verify_claims(ids=None, context: VerifyContext | None = None, *, skip=(),
 
     With ``context.executor == "ray"`` every claim is a Ray task and they all run at once, so
     they finish (and reach ``on_verdict``) in any order; their checks are the same as here, and
-    so are their verdicts. A claim's check that raises stops the run with its exception, on
-    either executor.
+    so are their verdicts. A claim's check that raises gives that claim the verdict ``error``
+    (:func:`error_verdict`) and the others run on, on either executor; with ``raise_errors``
+    the first such exception stops the run instead (``verify --raise``).
     """
     context = context or VerifyContext()
     ids = implemented_claims() if not ids else expand_claim_ids(ids)  # validated before any work starts
@@ -111,7 +162,7 @@ def verify_claims(ids=None, context: VerifyContext | None = None, *, skip=(),
     verdicts = {}
     checks = _checks_on_ray if context.executor == "ray" else _checks_here
     try:
-        for claim_id, verdict, tables in checks(todo, context, display):
+        for claim_id, verdict, tables in checks(todo, context, display, raise_errors):
             if on_verdict is not None:
                 on_verdict(verdict, tables)
             display.claim_finished(verdict)
