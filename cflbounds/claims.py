@@ -23,11 +23,12 @@ The five papers' claims are registered the same way from cflbounds' own ``pyproj
 from ._validation import Interval, InvalidParameterError, Options, require, validate_params
 from .bounds._report import Inequality
 from .verify import rules
+from .verify.checkpoints import checkpoint_type
 from .verify.claim import Claim, ClaimError
 from .verify.context import VerifyContext
 from .verify.domain import Domain, Instance, Parameter
 from .verify.verdict import Verdict
 
-__all__ = ["Claim", "ClaimError", "Domain", "Inequality", "Instance", "Interval", "InvalidParameterError", "Options",
-           "Parameter",
+__all__ = ["Claim", "ClaimError", "checkpoint_type", "Domain", "Inequality", "Instance", "Interval",
+           "InvalidParameterError", "Options", "Parameter",
            "require", "rules", "validate_params", "VerifyContext", "Verdict"]

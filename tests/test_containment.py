@@ -266,6 +266,30 @@ def test_two_plugins_using_one_key_never_see_each_others_experiment(plugins, tmp
     assert [v.verdict for v in again] == ["holds", "holds"]
 
 
+def _table_check(claim_id, value):
+    def check(ctx):
+        ctx.save_table("runs", pd.DataFrame({"value": [value]}))
+        return rules.deterministic([value], [value]).as_verdict(claim_id, ctx)
+    return check
+
+
+def test_two_plugins_saving_one_table_name_both_keep_their_table(plugins, tmp_path):
+    """In one run, and across a resume (the first claim's file already on disk): the later
+    claim's table is kept as runs@ITS-ID, the first one's is never replaced."""
+    plugins(FakeEntryPoint("first-plugin", "first", [Claim("FIRST.T", "x", check=_table_check("FIRST.T", 1.0))]),
+            FakeEntryPoint("second-plugin", "second", [Claim("SECOND.T", "x", check=_table_check("SECOND.T", 2.0))]))
+    for split in (False, True):
+        out = tmp_path / f"run-{split}"
+        if split:
+            assert main(["verify", "FIRST.T", "--scale", "smoke", "--out", str(out)]) == 0
+            assert main(["verify", "FIRST.T", "SECOND.T", "--scale", "smoke", "--out", str(out), "--resume"]) == 0
+        else:
+            assert main(["verify", "FIRST.T", "SECOND.T", "--scale", "smoke", "--out", str(out)]) == 0
+        first, second = (pd.read_parquet(out / "tables" / name) for name in ("runs.parquet", "runs@SECOND.T.parquet"))
+        assert (first["claim"].tolist(), first["value"].tolist()) == (["FIRST.T"], [1.0])
+        assert (second["claim"].tolist(), second["value"].tolist()) == (["SECOND.T"], [2.0])
+
+
 # -- checkpoints are data ----------------------------------------------------------------------------------
 class _Payload:
     def __reduce__(self):

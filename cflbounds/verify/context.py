@@ -15,7 +15,7 @@ from .._files import atomic_write_bytes
 from .._validation import Options
 from .checkpoints import CheckpointFormatError, decode, encode
 
-__all__ = ["SCALES", "SCALE_DESCRIPTIONS", "TABLE_KEYS", "VerifyContext"]
+__all__ = ["SCALES", "SCALE_DESCRIPTIONS", "TABLE_KEYS", "VerifyContext", "table_name_of"]
 
 SCALES = ("smoke", "default", "paper")
 SCALE_OPTION = Options(SCALES)
@@ -25,6 +25,11 @@ SCALE_DESCRIPTIONS = {
     "paper": "the papers' experiment sizes (a GPU or Ray advised)",
 }
 TABLE_KEYS = ("claim", "run_seed")  # the columns every saved table starts with
+
+
+def table_name_of(name: str, claim_id: str) -> str:
+    """The name a claim's table ``name`` is kept under when another claim has a table of that name."""
+    return f"{name}@{claim_id}"
 
 
 @dataclass
@@ -55,19 +60,23 @@ class VerifyContext:
     _claim_tables: dict = field(default_factory=dict, init=False, repr=False)
     _table_owner: dict = field(default_factory=dict, init=False, repr=False)
 
-    def save_table(self, name: str, frame: pd.DataFrame) -> None:
+    def save_table(self, name: str, frame: pd.DataFrame) -> str:
         """Keep ``frame`` as the table ``name``, its first columns the claim and the run's seed
-        (:data:`TABLE_KEYS`). A table name belongs to one claim."""
+        (:data:`TABLE_KEYS`), and return the name it is kept under. A table name belongs to one
+        claim: when another claim of this run saved one of that name first (two plugins may well
+        pick the same), this claim's is kept as ``name@CLAIM-ID`` instead, so neither is lost."""
         clash = [key for key in TABLE_KEYS if key in frame.columns]
         if clash:
             raise ValueError(f"table {name!r} already has the column(s) {clash}, which save_table adds")
         owner = self._table_owner.setdefault(name, self.claim)
         if None not in (owner, self.claim) and owner != self.claim:
-            raise ValueError(f"table {name!r} was saved by {owner}; {self.claim} must name its own table")
+            name = table_name_of(name, self.claim)
+            self._table_owner[name] = self.claim
         keyed = frame.copy()  # the frame may be a shared experiment's: leave it as it is
         keyed.insert(0, "run_seed", self.seed)
         keyed.insert(0, "claim", self.claim)
         self.tables[name] = self._claim_tables[name] = keyed
+        return name
 
     @contextlib.contextmanager
     def checking(self, claim_id: str, package: str = ""):

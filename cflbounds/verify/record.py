@@ -22,11 +22,14 @@ from datetime import datetime, timezone
 from importlib import metadata as distributions
 from pathlib import Path
 
+import pandas as pd
 import torch
+from pyarrow import ArrowException
 
 from .. import __version__
 from .._files import atomic_write_table, atomic_write_text, writable_directory
 from .._validation import InvalidParameterError
+from .context import table_name_of
 from .verdict import VERDICTS, Verdict, json_safe
 
 __all__ = ["RECORD_NAME", "RESUME_SETTINGS", "RunRecord", "read_record", "run_metadata", "dependency_versions"]
@@ -197,13 +200,27 @@ class RunRecord:
 
     def add(self, verdict: Verdict, tables: dict) -> None:
         """Store one finished claim: its tables first, then ``verdicts.json`` (so a verdict on
-        disk always has its tables)."""
+        disk always has its tables). A table file another claim wrote (in an earlier part of a
+        resumed run) is never replaced: this claim's is kept as ``name@CLAIM-ID``."""
         if tables:
             (self.directory / "tables").mkdir(exist_ok=True)
         for name, frame in tables.items():
+            if self._owner(name) not in (None, verdict.id):
+                name = table_name_of(name, verdict.id)
             atomic_write_table(self.directory / "tables" / f"{name}.parquet", frame)
         self.verdicts[verdict.id] = verdict.to_dict()
         self._write()
+
+    def _owner(self, name: str) -> str | None:
+        """The claim whose table ``tables/name.parquet`` is, or None when there is none."""
+        path = self.directory / "tables" / f"{name}.parquet"
+        if not path.exists():
+            return None
+        try:
+            claims = pd.read_parquet(path, columns=["claim"])["claim"]
+        except (OSError, ValueError, KeyError, ArrowException):  # unreadable or not ours: keep it, write beside it
+            return ""
+        return str(claims.iloc[0]) if len(claims) else None
 
     def arrange(self, ids: list[str]) -> None:
         """List the verdicts of ``ids`` in that order, after those of other claims (kept from an
