@@ -181,8 +181,12 @@ def _describe(constraints) -> str:
 
 
 def _number(bound) -> str:
-    """A range's end as people write it: integers exactly, other numbers as ``%g``."""
-    return str(bound) if isinstance(bound, Integral) else f"{bound:g}"
+    """A range's end as people write it: integers exactly (powers of two from 2^20 as such,
+    e.g. 2^53, the largest count a float64 holds exactly), other numbers as ``%g``."""
+    if isinstance(bound, Integral):
+        power = int(bound).bit_length() - 1
+        return f"2^{power}" if bound >= 2**20 and bound == 2**power else str(bound)
+    return f"{bound:g}"
 
 
 def describe(name: str, constraints) -> str:

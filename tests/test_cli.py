@@ -257,7 +257,7 @@ def test_bound_c1_help_reads_like_the_paper(capsys):
     assert main(["bound", "IFCA.C1", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "IFCA.C1 (IFCA): Corollary 1" in text
-    for phrase in ("sigma >= 0", "0 < p <= 1", "n_prime >= 1", "1 <= m <= 9007199254740992 (integer)",
+    for phrase in ("sigma >= 0", "0 < p <= 1", "n_prime >= 1", "1 <= m <= 2^53 (integer)",
                    "smallest cluster proportion", "rho = Delta^2/sigma^2", "x >~ y is checked as x >= C y",
                    "(required; sigma >= 0)", "(default 1.0; c5 > 0)"):
         assert phrase in text, phrase
@@ -288,8 +288,8 @@ def test_parameter_descriptions_parser():
             not a parameter
         """
 
-    assert parameter_descriptions(formula) == {"a": "first line two", "b": "both of b and c",
-                                               "c": "both of b and c"}
+    assert parameter_descriptions(formula) == {"a": "first line two", "b": "both of b and c (this one: b, of b, c)",
+                                               "c": "both of b and c (this one: c, of b, c)"}
     assert statement(formula.__doc__) == "Claim. x <= y."
     assert parameter_descriptions(lambda: None) == {}
 

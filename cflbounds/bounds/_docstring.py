@@ -35,14 +35,20 @@ def statement(doc: str | None) -> str:
 
 def parameter_descriptions(function) -> dict[str, str]:
     """``{name: description}`` from the ``Parameters`` section of ``function``'s docstring
-    (each description as one line; a parameter the section does not list is absent)."""
+    (each description as one line; a parameter the section does not list is absent). Names
+    that share one entry (``c1, c2 : float``) share its text, each followed by which of them it
+    is, so that no two options read the same."""
     described: dict[str, str] = {}
     names: list[str] = []
+    groups: list[list[str]] = []
     for line in _sections(inspect.getdoc(function))[1].get("Parameters", []):
         if line and not line[0].isspace():  # "name : type" or "a, b : type"
             names = [name.strip() for name in line.split(" : ")[0].split(",")]
+            groups.append(names)
             described.update(dict.fromkeys(names, ""))
         elif line.strip():
             for name in names:
                 described[name] = f"{described[name]} {line.strip()}".strip()
-    return {name: text.replace("``", "") for name, text in described.items()}
+    shared = {name: group for group in groups if len(group) > 1 for name in group}
+    return {name: text.replace("``", "") + (f" (this one: {name}, of {', '.join(shared[name])})" if name in shared
+                                            else "") for name, text in described.items()}

@@ -149,9 +149,10 @@ def theorem1(distance, *, sigma, p, d, m, n_prime, separation, max_center_norm=1
         max_j ||theta*_j||, the largest center norm (checked against 1 in "max ||theta*|| <~ 1")
     c1 : float
         step-size constant: the step is gamma = c1/p
-    c2, c3 : float
-        constants in front of the statistical term (sigma/p) sqrt(d/(m n')) and of the misclustering term
-        exp(...)
+    c2 : float
+        constant in front of the statistical term, c2 (sigma/p) sqrt(d/(m n'))
+    c3 : float
+        constant in front of the misclustering term, c3 exp(-c4 (rho/(rho+1))^2 n')
     c4 : float
         constant in the misclustering term's exponent, exp(-c4 (rho/(rho+1))^2 n')
     C : float
@@ -209,8 +210,10 @@ def corollary1(*, sigma, p, d, m, n_prime, separation, max_center_norm=1.0, c1=0
         step-size constant: the step is gamma = c1/p
     c4 : float
         constant in the misclustering term's exponent, exp(-c4 (rho/(rho+1))^2 n')
-    c5, c6 : float
-        constants in front of the two terms of eps: c5 (sigma/p) sqrt(d/(m n')) and c6 exp(...)
+    c5 : float
+        constant in front of eps's statistical term, c5 (sigma/p) sqrt(d/(m n'))
+    c6 : float
+        constant in front of eps's misclustering term, c6 exp(-c4 (rho/(rho+1))^2 n')
     C : float
         the constant hidden in the paper's ">~" and "<~": x >~ y is checked as x >= C y, x <~ y as x <= C y
     c : float

@@ -68,7 +68,7 @@ def main(argv=None) -> int:
         module = SUBCOMMANDS[args.command]
         return module.run(args, extra) if args.command == "bound" else module.run(args)
     except InvalidParameterError as error:
-        print(f"cflbounds: error: {error}", file=sys.stderr)
+        print(f"{getattr(error, 'prog', 'cflbounds')}: error: {error}", file=sys.stderr)
         return 2
     except SystemExit as stop:  # argparse's --help has printed: the exit status, also in-process
         return stop.code if isinstance(stop.code, int) else 0

@@ -8,7 +8,7 @@ import textwrap
 
 from .._validation import InvalidParameterError
 
-__all__ = ["Parser", "Once", "csv", "table", "terminal_width", "set_threads", "add_executor_options",
+__all__ = ["Parser", "UsageError", "Once", "csv", "table", "terminal_width", "set_threads", "add_executor_options",
            "check_executor_options", "start_executor", "exit_status", "EXIT_VIOLATED", "EXIT_ERROR"]
 
 EXIT_VIOLATED = 1  # a claim was violated and --strict was given
@@ -27,11 +27,23 @@ def exit_status(outcomes, *, strict: bool) -> int:
 _LAST_COLUMN_MIN = 20  # a narrower last column wraps a formula into fragments too short to read
 
 
+class UsageError(InvalidParameterError):
+    """A command line argparse refused; ``prog`` names the (sub)command, printed as its prefix."""
+
+    def __init__(self, prog: str, message: str):
+        super().__init__(message)
+        self.prog = prog
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse whose errors are one line on stderr and exit status 2."""
+    """argparse whose errors are one line on stderr (``cflbounds verify: error: ...``) and exit
+    status 2."""
 
     def error(self, message):
-        raise InvalidParameterError(f"{self.prog}: {message}")
+        if "the following arguments are required: COMMAND" in message:
+            commands = ", ".join(self._subparsers._group_actions[0].choices) if self._subparsers else ""
+            message = f"a command is required: {commands} (`{self.prog} --help` says what each does)"
+        raise UsageError(self.prog, message)
 
     def _get_values(self, action, arg_strings):
         # argparse before Python 3.13 drops a '--' given as an option's value ('--seed=--') and
@@ -99,10 +111,15 @@ def table(header, rows, width=None) -> str:
     return "\n".join(lines)
 
 
-THREADS_HELP = ("torch CPU threads: 'auto' (default) gives torch the cores other processes leave free, judged "
-                "from the machine's CPU use when the run starts and again between claims (torch's threads spin-wait "
-                "for each other, so 2 threads beside a busy neighbour on 2 cores run about 2x slower than 1: "
-                "benchmarks/bench_verify_load.py), or a number from 1 to the CPU count; results do not depend on it")
+def threads_help(when: str) -> str:
+    """``--threads``'s help; ``when`` says when ``auto`` judges the machine's load."""
+    return (f"torch CPU threads: 'auto' (default) gives torch the cores other processes leave free, judged "
+            f"from the machine's CPU use {when} (torch's threads spin-wait "
+            "for each other, so 2 threads beside a busy neighbour on 2 cores run about 2x slower than 1: "
+            "benchmarks/bench_verify_load.py), or a number from 1 to the CPU count; results do not depend on it")
+
+
+THREADS_HELP = threads_help("when the run starts and again between claims")
 
 
 def thread_count(text: str):

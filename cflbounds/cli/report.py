@@ -7,7 +7,12 @@ __all__ = ["add_parser", "run"]
 
 
 def add_parser(commands) -> None:
-    report = commands.add_parser("report", allow_abbrev=False, help="(re)build the PDF and figures from stored results")
+    report = commands.add_parser(
+        "report", allow_abbrev=False, help="(re)build the PDF and figures from stored results",
+        description="Rebuild a run directory's report from what it stores, without recomputing anything: for a "
+                    "verify run, report.pdf from verdicts.json (checked first) and its tables; for a sweep store "
+                    "(cflbounds sweep --out DIR), its figures and report.pdf from the stored cells. Use it after "
+                    "an interrupted run, or to regenerate a report with a newer cflbounds.")
     report.add_argument("directory", type=Path, metavar="DIR",
                         help="a verify run directory (its verdicts.json is checked first) or a sweep store")
 

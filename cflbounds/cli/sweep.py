@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from .._validation import InvalidParameterError
-from ._common import (THREADS_HELP, Once, add_executor_options, check_executor_options, csv,
+from ._common import (Once, add_executor_options, check_executor_options, csv, threads_help,
                       start_executor, thread_count)
 
 __all__ = ["add_parser", "run"]
@@ -65,9 +65,9 @@ def add_parser(commands) -> None:
                        help="continue the sweep stored in --out: skip its finished cells (same settings required)")
     add_executor_options(option, "one task per cell; the stored rows are the local run's")
     option("--device", choices=("auto", "cpu", "cuda"), default="auto",
-           help="where the runs compute: auto picks cuda when available")
+           help="where the runs compute: auto = CUDA when present, else CPU (default: auto)")
     option("--threads", type=thread_count, default="auto", metavar="auto|N",
-           help=THREADS_HELP.replace("again between claims", "once at the start"))
+           help=threads_help("once, when the sweep starts"))
 
 
 def run(args) -> int:

@@ -29,7 +29,7 @@ def _scale_help() -> str:
         cost = (f"{len(measured)} claims took {total} when measured" + (f" ({len(stopped)} stopped at a time "
                 f"limit)" if stopped else "") if measured else "not measured yet")
         parts.append(f"{scale}: {description}; {cost}")
-    return "; ".join(parts) + " (per claim and how it was measured: below; default: default)"
+    return "; ".join(parts) + " (per claim and how it was measured: below). Default: the scale named default"
 
 
 def _cost_epilog() -> str:

@@ -202,13 +202,24 @@ def loaded_problems() -> list[PluginProblem]:
     return [] if _loaded is None else list(_loaded[1])
 
 
+def suggestion(name: str, candidates) -> str:
+    """`` Did you mean 'IFCA.T1'?`` for a name that matches a candidate but for its case, or is
+    close to one (difflib); empty otherwise."""
+    import difflib
+
+    candidates = list(candidates)
+    same = [c for c in candidates if c.casefold() == str(name).casefold()]
+    close = same or difflib.get_close_matches(str(name), candidates, n=3, cutoff=0.75)
+    return f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+
+
 def get_claim(claim_id: str) -> Claim:
     registered = claims()
     if claim_id not in registered:
         hint = ("no claim is registered: is cflbounds installed (pip install -e .)? Its claims come from the "
                 f"entry points of group {GROUP!r}") if not registered else \
             f"`cflbounds claims` lists the {len(registered)} IDs (e.g. {next(iter(registered))})"
-        raise InvalidParameterError(f"Unknown claim ID {claim_id!r}; {hint}.")
+        raise InvalidParameterError(f"Unknown claim ID {claim_id!r}; {hint}.{suggestion(claim_id, registered)}")
     return registered[claim_id]
 
 

@@ -34,8 +34,11 @@ def expand_claim_ids(ids, among: list[str] | None = None, kind: str = "implement
         if any(char in item for char in "*?["):
             matches = fnmatch.filter(candidates, item)
             if not matches:
+                folded = fnmatch.filter([c.casefold() for c in candidates], item.casefold())
+                hint = (f" Claim IDs are upper-case: did you mean {item.upper()!r}?"
+                        if folded and fnmatch.filter(candidates, item.upper()) else "")
                 raise InvalidParameterError(f"The claim pattern {item!r} matches no {kind} claim; "
-                                            "`cflbounds claims` lists them.")
+                                            f"`cflbounds claims` lists them.{hint}")
         else:
             matches = [get_claim(item).id]
         expanded += [claim_id for claim_id in matches if claim_id not in expanded]
