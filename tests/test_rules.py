@@ -125,3 +125,34 @@ def test_as_verdict_carries_the_decision_and_the_context_seed():
     assert (verdict.id, verdict.verdict, verdict.seed, verdict.trials) == ("TEXTBOOK.X", "holds", 7, 1)
     assert verdict.evidence["extra"] == 1.0 and verdict.evidence["violations"] == 0
     assert verdict.plot and verdict.plot[0]["kind"] == "rate" and verdict.plot[0]["reference"][0]["y"] == 1.0
+
+
+# -- precedence of verdict words (DESIGN.md, Contracts: one verdict per claim) -----------------------
+def test_precedence_orders_every_verdict_word_once():
+    from cflbounds.verify.verdict import PRECEDENCE, VERDICTS
+
+    assert sorted(PRECEDENCE) == sorted(VERDICTS) and len(set(PRECEDENCE)) == len(PRECEDENCE)
+
+
+@pytest.mark.parametrize("words, winner", [
+    (("vacuous", "violated"), "violated"),  # promises nothing and is exceeded: false
+    (("violated", "holds"), "violated"),
+    (("holds", "violated"), "violated"),
+    (("inconclusive", "violated"), "violated"),
+    (("violated", "error"), "error"),  # the claim's code failed: nothing was judged
+    (("rate-inconsistent", "vacuous"), "rate-inconsistent"),
+    (("holds",), "holds"),
+])
+def test_the_strongest_verdict_wins(words, winner):
+    from cflbounds.verify.verdict import strongest
+
+    assert strongest(*words) == winner
+
+
+def test_strongest_refuses_what_is_not_a_verdict_word():
+    from cflbounds.verify.verdict import strongest
+
+    with pytest.raises(ValueError, match="verdict words"):
+        strongest("holds", "no counterexample found")
+    with pytest.raises(ValueError):
+        strongest()

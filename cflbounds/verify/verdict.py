@@ -5,7 +5,7 @@ import json
 import math
 from dataclasses import asdict, dataclass, field
 
-__all__ = ["VERDICTS", "PASSING", "Verdict", "json_safe", "figure_specs"]
+__all__ = ["VERDICTS", "PASSING", "PRECEDENCE", "strongest", "Verdict", "json_safe", "figure_specs"]
 
 VERDICTS = (
     "holds",  # measured behaviour within the bound at the stated confidence
@@ -19,6 +19,22 @@ VERDICTS = (
     "error",  # the claim's own code (check, bound, evaluation) raised or broke the contract: details say where
 )
 PASSING = ("holds", "rate-consistent")
+# Which word a claim ends with when two findings disagree, strongest first: a claim's own code
+# failing outranks everything (nothing was judged); a measured counterexample outranks any
+# weaker reading (a bound that promises nothing *and* is exceeded is false: violated, not
+# vacuous); then a rate the data contradict, assumptions that cannot hold together, a bound
+# weaker than a trivial one, too little evidence, and the passing words. not-implemented (no
+# check at all) yields to any finding.
+PRECEDENCE = ("error", "violated", "rate-inconsistent", "unsatisfiable", "vacuous", "inconclusive", "holds",
+              "rate-consistent", "not-implemented")
+
+
+def strongest(*verdicts: str) -> str:
+    """The verdict word that wins among ``verdicts`` (:data:`PRECEDENCE`)."""
+    unknown = [word for word in verdicts if word not in PRECEDENCE]
+    if unknown or not verdicts:
+        raise ValueError(f"strongest() needs verdict words of {PRECEDENCE}; got {verdicts!r}")
+    return min(verdicts, key=PRECEDENCE.index)
 
 
 def json_safe(value):
