@@ -122,7 +122,8 @@ class Instance:
 
     @property
     def ratio(self) -> float:
-        """``measured / bound``; ``inf`` when a non-positive bound is exceeded."""
+        """``measured / bound``; ``inf`` when a non-positive bound is exceeded, 0 when the bound
+        is ``+inf``."""
         return _ratio(self.measured, self.bound)
 
     def as_dict(self) -> dict:
@@ -206,6 +207,8 @@ class Domain:
 
 
 def _ratio(measured: float, bound: float) -> float:
+    if bound == math.inf:  # an overflowed bound promises nothing: never approached, even by a diverged run
+        return 0.0
     if bound > 0:
         return measured / bound
     return math.inf if measured > bound else 0.0

@@ -17,7 +17,8 @@ import traceback
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-__all__ = ["CONTAINED", "ClaimFailure", "ContractError", "describe_failure", "declaring_root"]
+__all__ = ["CONTAINED", "ClaimFailure", "ContractError", "describe_failure", "declaring_root", "mark_raised",
+           "raised_by_claim"]
 
 CONTAINED = (Exception, SystemExit)  # what a claim's code may raise without ending the run
 STAGES = ("check", "bound", "evaluation", "contract", "declaration")
@@ -102,3 +103,20 @@ def _short(filename: str) -> str:
         return str(Path(filename).resolve().relative_to(Path.cwd().resolve()))
     except (ValueError, OSError):
         return filename
+
+
+def mark_raised(error: BaseException, claim_id: str) -> BaseException:
+    """``error``, marked as raised by ``claim_id``'s code and let through on purpose (``--raise``:
+    a plugin author wants the traceback, or a debugger's post-mortem). The command line then
+    re-raises it as it is, even an ``InvalidParameterError``, which it would otherwise print as
+    one line of bad usage (:func:`raised_by_claim`)."""
+    try:
+        error.cflbounds_claim = claim_id
+    except AttributeError:  # an exception type without instance attributes: left unmarked
+        pass
+    return error
+
+
+def raised_by_claim(error: BaseException) -> str | None:
+    """The claim whose code raised ``error`` under ``--raise`` (:func:`mark_raised`), else None."""
+    return getattr(error, "cflbounds_claim", None)
