@@ -123,7 +123,7 @@ def _summary(result: dict) -> str:
     spent = f"{result['evaluations']} evaluations, {result['seconds']:.0f} s"
     if result["outcome"] == OUTCOMES[2]:
         error = result["error"]
-        return f"error: {_failure_line(error)} ({spent} before it)"
+        return f"error: {_failure_line(error)} (after {spent})"
     if result["outcome"] == OUTCOMES[0]:
         example, confirmation = result["counterexample"], result["confirmation"]
         left_out = (f", {confirmation['inadmissible']} of them inadmissible and left out"

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -58,7 +59,9 @@ MEAN_TOLERANCE = 1e-5
 def checked_evaluate(domain: Domain, points: list, seeds: list, ctx, claim: str = "this claim") -> list[Instance]:
     """``domain.evaluate(points, seeds, ctx)``, its result checked against the contract
     (module docstring); raises :class:`ContractError` naming ``claim`` and the broken rule."""
-    return check_instances(domain, points, domain.evaluate(list(points), list(seeds), ctx), claim)
+    instances = domain.evaluate(list(points), list(seeds), ctx)
+    with _returned_by(domain.evaluate):
+        return check_instances(domain, points, instances, claim)
 
 
 def checked_constraint_rows(domain: Domain, point: dict, claim: str = "this claim") -> list[dict]:
@@ -66,10 +69,22 @@ def checked_constraint_rows(domain: Domain, point: dict, claim: str = "this clai
     if domain.constraints is None:
         return []
     rows = domain.constraints(point)
-    if not isinstance(rows, (list, tuple)):
-        raise ContractError(f"{claim}: constraints({_short(point)}) returned {_kind(rows)}, expected a list of "
-                            f"assumption rows ({RULE})")
-    return check_rows(list(rows), f"{claim}: constraints({_short(point)})")
+    with _returned_by(domain.constraints):
+        if not isinstance(rows, (list, tuple)):
+            raise ContractError(f"{claim}: constraints({_short(point)}) returned {_kind(rows)}, expected a list of "
+                                f"assumption rows ({RULE})")
+        return check_rows(list(rows), f"{claim}: constraints({_short(point)})")
+
+
+@contextmanager
+def _returned_by(function):
+    """Mark a :class:`ContractError` raised inside with the claim's ``function`` that returned
+    the malformed value (its file:line is where the failure is reported)."""
+    try:
+        yield
+    except ContractError as error:
+        error.function = function
+        raise
 
 
 def check_instances(domain: Domain, points: list, instances, claim: str = "this claim") -> list[Instance]:

@@ -12,6 +12,7 @@ the claim, not cflbounds' own frames around it) and the traceback's text.
 """
 from __future__ import annotations
 
+import inspect
 import sys
 import traceback
 from dataclasses import asdict, dataclass
@@ -26,14 +27,21 @@ STAGES = ("check", "bound", "evaluation", "contract", "declaration")
 
 class ContractError(ValueError):
     """A claim's code returned something that breaks cflbounds' contract (e.g. a domain's
-    evaluation returning fewer instances than points); the message names the broken rule."""
+    evaluation returning fewer instances than points); the message names the broken rule.
+    ``function``: the claim's function that returned it (where :func:`describe_failure`
+    points, since none of its frames is left in the traceback)."""
+
+    def __init__(self, message: str, function=None):
+        super().__init__(message)
+        self.function = function
 
 
 @dataclass(frozen=True)
 class ClaimFailure:
     """``stage``: what was running (:data:`STAGES`); ``kind``: the exception's type name;
     ``message``: its text; ``where``: ``file:line`` of the innermost frame in the declaring
-    package (else the innermost frame); ``traceback``: the formatted traceback."""
+    package (else the innermost frame; for a :class:`ContractError`, where the function that
+    returned the malformed value is defined); ``traceback``: the formatted traceback."""
 
     stage: str
     kind: str
@@ -84,9 +92,17 @@ def describe_failure(error: BaseException, stage: str, *, root: Path | None = No
     inside = [frame for frame in frames if root is not None and _under(frame.filename, root)]
     frame = (inside or frames or [None])[-1]
     where = f"{_short(frame.filename)}:{frame.lineno}" if frame is not None else "unknown location"
+    if isinstance(error, ContractError) and declared_at(error.function):
+        where = declared_at(error.function)
     message = str(error) if not isinstance(error, SystemExit) else f"exit status {error.code!r}"
     text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
     return ClaimFailure(stage, type(error).__name__, message or "(no message)", where, text)
+
+
+def declared_at(function) -> str | None:
+    """``file:line`` where ``function`` is defined (None when it has no Python source)."""
+    code = getattr(inspect.unwrap(function), "__code__", None) if function is not None else None
+    return f"{_short(code.co_filename)}:{code.co_firstlineno}" if code is not None else None
 
 
 def _under(filename: str, root: Path) -> bool:
