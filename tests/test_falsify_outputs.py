@@ -62,6 +62,13 @@ def test_resume_keeps_the_finished_claims_and_searches_the_rest_and_the_errors(e
     assert sorted(p.name for p in (earlier / "counterexamples").iterdir()) == [f"{GOOD}.json"]
 
 
+def test_resume_keeps_the_claims_not_asked_and_judges_the_exit_by_those_asked(earlier, capsys):
+    before = json.loads((earlier / "falsify.json").read_text())
+    code, record, _ = falsify(capsys, "TOY.LINE", *RUN, "--out", earlier, "--resume")
+    assert code == 0  # BROKEN.RAISES's error is kept in the record, not asked for here
+    assert record["results"][:2] == before["results"] and record["results"][2]["id"] == "TOY.LINE"
+
+
 @pytest.mark.parametrize("change, words", [
     (["--evaluations", "41"], "max evaluations 40, this run has 41"),
     (["--budget", "5"], "budget seconds None, this run has 5.0"),

@@ -128,7 +128,8 @@ def _replay(args) -> int:
     from .._torch import resolve_device
     from ..falsify import emit_test, read_counterexample, replay_counterexample
     from ..falsify.records import replay_domain
-    from ..verify.failure import CONTAINED, ContractError, declaring_root, describe_failure, mark_raised
+    from ..falsify.run import claim_failure
+    from ..verify.failure import CONTAINED, mark_raised
 
     if args.ids or args.budget or args.evaluations or args.out or args.executor != "local" or args.address \
             or args.resume or args.overwrite:
@@ -143,9 +144,8 @@ def _replay(args) -> int:
         if args.raise_first:
             mark_raised(error, record["id"])
             raise
-        stage = "contract" if isinstance(error, ContractError) else "evaluation"
-        failure = describe_failure(error, stage, root=declaring_root(domain.evaluate, domain.constraints))
-        print(f"cflbounds: error: {record['id']}: the replay's {failure.summary}", file=sys.stderr)
+        print(f"cflbounds: error: {record['id']}: the replay's {claim_failure(error, domain).summary}",
+              file=sys.stderr)
         return 3
     reproduced = instance.ratio == record["ratio"]
     if target:
@@ -203,8 +203,8 @@ def _searches(ids: list[str], settings: dict, args, spend: str):
 
 
 def exit_status(results: list[dict], strict: bool) -> int:
-    """3 if a claim ended in ``error`` (DESIGN.md: it outranks ``violated``), else 1 if one is
-    ``violated`` and ``strict``, else 0."""
+    """Of the claims asked (those kept from a resumed run included): 3 if one ended in ``error``
+    (DESIGN.md: it outranks ``violated``), else 1 if one is ``violated`` and ``strict``, else 0."""
     outcomes = {result["outcome"] for result in results}
     return 3 if "error" in outcomes else 1 if strict and "violated" in outcomes else 0
 
@@ -262,4 +262,4 @@ def run(args) -> int:
         if target:
             print(f"test:    {target}" if results[0]["counterexample"] is not None else
                   f"test:    none written ({target}): no counterexample was found")
-    return exit_status(record.results, args.strict)
+    return exit_status(results, args.strict)

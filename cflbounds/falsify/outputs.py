@@ -69,7 +69,7 @@ class FalsifyRecord:
             _check_resumable(path, earlier["metadata"], metadata, option)
             resumed = {key: metadata[key] for key in ("command", "started") if key in metadata}
             metadata = {**earlier["metadata"], "resumed": earlier["metadata"].get("resumed", []) + [resumed]}
-            results = [result for result in earlier["results"] if result["outcome"] != "error"]
+            results = earlier["results"]
         elif present:
             raise InvalidParameterError(
                 f"{path} already holds a falsify run; pass --resume to continue it, --overwrite to replace it, or "
@@ -81,12 +81,14 @@ class FalsifyRecord:
         return record
 
     def done(self, claim_id: str) -> bool:
-        """Whether ``claim_id`` has a result already (kept from the run resumed)."""
-        return any(result["id"] == claim_id for result in self.results)
+        """Whether ``claim_id`` has a finished result (kept from the run resumed); one that ended
+        in ``error`` is not: it is searched again, after a fix to the plugin."""
+        return any(result["id"] == claim_id and result["outcome"] != "error" for result in self.results)
 
     def add(self, result: dict) -> Path | None:
-        """Keep ``result``; write falsify.json and, if there is one, its counterexample file (returned)."""
-        self.results.append(result)
+        """Keep ``result`` (in place of an earlier one of its claim); write falsify.json and, if
+        there is one, its counterexample file (returned)."""
+        self.results = [kept for kept in self.results if kept["id"] != result["id"]] + [result]
         written = None
         if result["counterexample"] is not None:
             folder = self.directory / "counterexamples"

@@ -27,7 +27,7 @@ from .confirm import confirm
 from .search import SearchResult, search
 from .shrink import shrink
 
-__all__ = ["DEFAULT_BUDGET", "OUTCOMES", "falsify_claim", "falsifiable_claim", "search_trace"]
+__all__ = ["DEFAULT_BUDGET", "OUTCOMES", "claim_failure", "falsify_claim", "falsifiable_claim", "search_trace"]
 
 DEFAULT_BUDGET = 120.0  # seconds of search per claim; shrinking and confirming come on top
 OUTCOMES = ("violated", "no counterexample found", "error")
@@ -74,14 +74,21 @@ def falsify_claim(claim_id: str, *, seed: int = 0, budget: float | None = DEFAUL
         if not contain:
             mark_raised(error, claim_id)
             raise
-        stage = "contract" if isinstance(error, ContractError) else "evaluation"
-        failure = describe_failure(error, stage, root=declaring_root(domain.evaluate, domain.constraints))
-        result.update(outcome=OUTCOMES[2], counterexample=None, confirmation=None, error=asdict(failure))
+        result.update(outcome=OUTCOMES[2], counterexample=None, confirmation=None,
+                      error=asdict(claim_failure(error, domain)))
     finally:  # what the search found, also when the claim's code failed part way
         _summarise_search(domain, found, result)
     result["seconds"] = time.monotonic() - started
     result["summary"] = _summary(result)
     return result
+
+
+def claim_failure(error: BaseException, domain) -> ClaimFailure:
+    """What the claim's own code did (:mod:`cflbounds.verify.failure`): broke the Domain
+    contract (stage ``contract``) or raised (stage ``evaluation``), located in the package that
+    declares ``domain``'s functions."""
+    stage = "contract" if isinstance(error, ContractError) else "evaluation"
+    return describe_failure(error, stage, root=declaring_root(domain.evaluate, domain.constraints))
 
 
 def _falsify(claim_id: str, domain, ctx, found: SearchResult, result: dict, confidence: float) -> None:

@@ -170,31 +170,33 @@ def search(domain: Domain, ctx, *, seed: int, budget: float | None = None, max_e
         over_count = max_evaluations is not None and result.evaluations >= max_evaluations
         return over_time or over_count
 
-    while not spent():
-        restart_seed = spawn_seeds(seed, 1, SEARCH_KEY + 1, result.restarts)[0]
-        rng = np.random.default_rng(restart_seed)
-        options = {"bounds": [0.0, 1.0], "popsize": base_population * 2 ** min(result.restarts, MAX_DOUBLINGS),
-                   "seed": int(restart_seed % (2**31 - 1)) + 1, "verbose": -9,
-                   "minstd": list(minimum_steps), "tolfun": 1e-9, "tolx": 1e-6}
-        if dimension == 1:  # pycma needs two coordinates: a dummy one the objective ignores
-            options["minstd"] = list(minimum_steps) + [0.0]
-        strategy = cma.CMAEvolutionStrategy(list(rng.uniform(0.1, 0.9, size=max(dimension, 2))), SIGMA0, options)
-        while not strategy.stop() and not spent():
-            candidates, objectives = strategy.ask(), []
-            # in chunks of the base population, so that a large generation does not overrun the budget;
-            # a generation cut short is kept in the record but not told to the strategy
-            for first in range(0, len(candidates), base_population):
-                if spent():
-                    break
-                chunk = candidates[first:first + base_population]
-                if max_evaluations is not None:
-                    chunk = chunk[:max_evaluations - result.evaluations]
-                objectives += evaluate([c[:dimension] for c in chunk])
-            if len(objectives) == len(candidates):
-                strategy.tell(candidates, objectives)
-        result.restarts += 1
-    result.restarts -= 1  # restarts after the first run
-    result.seconds = clock() - started
+    try:
+        while not spent():
+            restart_seed = spawn_seeds(seed, 1, SEARCH_KEY + 1, result.restarts)[0]
+            rng = np.random.default_rng(restart_seed)
+            options = {"bounds": [0.0, 1.0], "popsize": base_population * 2 ** min(result.restarts, MAX_DOUBLINGS),
+                       "seed": int(restart_seed % (2**31 - 1)) + 1, "verbose": -9,
+                       "minstd": list(minimum_steps), "tolfun": 1e-9, "tolx": 1e-6}
+            if dimension == 1:  # pycma needs two coordinates: a dummy one the objective ignores
+                options["minstd"] = list(minimum_steps) + [0.0]
+            strategy = cma.CMAEvolutionStrategy(list(rng.uniform(0.1, 0.9, size=max(dimension, 2))), SIGMA0, options)
+            while not strategy.stop() and not spent():
+                candidates, objectives = strategy.ask(), []
+                # in chunks of the base population, so that a large generation does not overrun the budget;
+                # a generation cut short is kept in the record but not told to the strategy
+                for first in range(0, len(candidates), base_population):
+                    if spent():
+                        break
+                    chunk = candidates[first:first + base_population]
+                    if max_evaluations is not None:
+                        chunk = chunk[:max_evaluations - result.evaluations]
+                    objectives += evaluate([c[:dimension] for c in chunk])
+                if len(objectives) == len(candidates):
+                    strategy.tell(candidates, objectives)
+            result.restarts += 1
+        result.restarts -= 1  # restarts after the first run
+    finally:  # also when an evaluation raises: the seconds searched until then
+        result.seconds = clock() - started
     return result
 
 
