@@ -141,8 +141,9 @@ class Domain:
     """A claim's admissible domain and instance evaluation (module docstring).
 
     ``evaluate(points, seeds, ctx)``: a list of points (dicts of parameter values) and one seed
-    per point, returning one :class:`Instance` per point; it may batch them (the result of a
-    point must not depend on the others). ``constraints(point)``: assumption rows that depend
+    per point, returning a list of one :class:`Instance` per point; it may batch them (the result
+    of a point must not depend on the others). What it returns is checked on every call, never
+    trusted (:mod:`.contract` lists the rules; a break is the claim's ``error``). ``constraints(point)``: assumption rows that depend
     on the parameters alone, checked before evaluating (a point breaking one is never
     evaluated); rows that depend on the drawn problem come back in the instance.
     ``confirmation``: fresh seeds used to confirm a counterexample; ``rtol``: a deterministic
