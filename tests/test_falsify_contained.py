@@ -168,12 +168,18 @@ def test_replaying_a_failing_claim_is_one_line_and_exit_3(broken, capsys, tmp_pa
         main(["falsify", "--replay", str(path), "--raise"])
 
 
-def test_replaying_a_point_outside_the_domain_is_bad_input(broken, capsys, tmp_path):
+@pytest.mark.parametrize("fields, words", [
+    ({"parameters": {"x": 2.0, "n": 1}}, "is not a point of its domain"),
+    ({"parameters": [0.5, 1]}, "its parameters [0.5, 1] are not an object"),
+    ({"seed": "1"}, "its seed '1' is not a non-negative int"),
+    ({"search_seed": -1}, "its search_seed -1 is not a non-negative int"),
+])
+def test_replaying_a_damaged_file_is_bad_input_not_the_claims_error(broken, capsys, tmp_path, fields, words):
     path = tmp_path / "counterexample.json"
-    path.write_text(json.dumps({"id": GOOD, "parameters": {"x": 2.0, "n": 1}, "seed": 1, "ratio": 2.0}))
+    path.write_text(json.dumps({"id": GOOD, "parameters": {"x": 0.9, "n": 1}, "seed": 1, "ratio": 1.8, **fields}))
     assert main(["falsify", "--replay", str(path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "is not a point of its domain" in err[0], err
+    assert len(err) == 1 and words in err[0], err
 
 
 def test_the_help_says_what_the_new_options_and_the_exit_statuses_mean(capsys):

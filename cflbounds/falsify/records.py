@@ -50,6 +50,12 @@ def read_counterexample(path) -> dict:
         record["ratio"] = float(record["ratio"])  # json_safe wrote a non-finite ratio as "inf"
     except (TypeError, ValueError):
         raise InvalidParameterError(f"{path}: its ratio {record['ratio']!r} is not a number") from None
+    for key in ("seed", "search_seed"):  # checked here, so that a replay's failure is the claim's, never the file's
+        value = record.get(key, 0)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise InvalidParameterError(f"{path}: its {key} {value!r} is not a non-negative int")
+    if not isinstance(record["parameters"], dict):
+        raise InvalidParameterError(f"{path}: its parameters {record['parameters']!r} are not an object")
     return record
 
 
