@@ -12,11 +12,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from cflbounds.claims import Claim, Domain, Parameter
 from cflbounds.cli import main
 from cflbounds.sweeps.executors import run_cells
 from cflbounds.sweeps.ifca_fig2 import fig2_cells, run_fig2_cell
 from cflbounds.sweeps.ray_cluster import MAX_RETRIES, task_options
 from cflbounds.sweeps.store import ResultStore
+from test_falsify_contained import broken  # noqa: F401 (a fixture: the failing claims, registered here)
+from test_falsify_contract import without_timing
 
 ray = pytest.importorskip("ray", reason="ray is not installed (optional extra cflbounds[ray])")
 
@@ -110,6 +113,40 @@ def test_falsify_on_ray_gives_the_local_results_with_evaluations(tmp_path, capsy
     assert code == 0 and [r["id"] for r in on_ray] == ["LCFL.E8", "IFCA.A3-6"]
     local = json.loads(run(capsys, *argv, "--out", tmp_path / "local")[1])["results"]
     assert reproducible(on_ray) == reproducible(local)
+
+
+def falsify_with_broken_plugin(claim_id: str, **settings) -> dict:
+    """``falsify_claim`` in a Ray worker, test_falsify_contained's claims registered there first
+    (a worker reads only the installed entry points)."""
+    from cflbounds.falsify.run import falsify_claim
+    from cflbounds.verify import registry
+    from conftest import REAL_ENTRY_POINTS, FakeEntryPoint
+    import test_falsify_contained as contained
+
+    claims = [Claim(i, "a claim whose own code fails", bound=contained._one,
+                    domain=Domain([Parameter("x", 0.0, 1.0)], evaluate, rule=rule))
+              for i, (evaluate, rule, *_) in contained.FAILURES.items()]
+    claims.append(Claim(contained.GOOD, "a toy claim", bound=contained._one, domain=contained.TOYS[contained.GOOD]))
+    registry.entry_points = lambda group: [*REAL_ENTRY_POINTS(group=group), FakeEntryPoint("broken", "b", claims)]
+    registry.reload()
+    return falsify_claim(claim_id, **settings)
+
+
+def test_falsify_on_ray_returns_a_claims_error_and_the_others_results(broken, tmp_path, capsys, monkeypatch):
+    """The task returns the error result rather than failing; the other claim's result is the local one."""
+    import cflbounds.falsify
+
+    argv = ["falsify", "BROKEN.RAISES", "BROKEN.COUNT", "TOY.STEEP", "--evaluations", "40", "--json"]
+    local = json.loads(run(capsys, *argv, "--out", tmp_path / "local")[1])["results"]
+    monkeypatch.setattr(cflbounds.falsify, "falsify_claim", falsify_with_broken_plugin)
+    code, out, _ = run(capsys, *argv, "--executor", "ray", "--out", tmp_path / "ray")
+    on_ray = json.loads(out)["results"]
+    assert code == 3 and [r["id"] for r in on_ray] == ["BROKEN.RAISES", "BROKEN.COUNT", "TOY.STEEP"]
+    assert [r["outcome"] for r in on_ray] == ["error", "error", "violated"]
+    for remote, here in zip(on_ray[:2], local):  # the same failure as here (its file:line is the worker's path)
+        assert [remote["error"][k] for k in ("stage", "kind", "message")] == \
+               [here["error"][k] for k in ("stage", "kind", "message")]
+    assert without_timing(on_ray[2]) == without_timing(local[2])
 
 
 # -- a task's own error: not retried, raised as itself --------------------------------------------

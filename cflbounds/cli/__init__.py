@@ -7,10 +7,11 @@ package can add its own claims (entry-point group cflbounds.claims; see docs/own
 The ``cflbounds`` command, one module of this package per subcommand (``add_parser(commands)``
 and ``run(args)``). Exit codes: 0 ok; 1 a claim was ``violated`` and ``--strict`` was given, or a
 replayed counterexample did not reproduce; 2 bad usage or invalid parameters (one line on stderr
-naming the parameter, its value and the allowed range; no traceback); 3 a claim's own code
-(its check, bound or domain evaluation) failed: that claim's verdict is ``error``, every other
-claim ran and every output was written; 130 interrupted; 141 the output pipe was closed by its
-reader.
+naming the parameter, its value and the allowed range; no traceback); 3 a claim ended in
+``error``: its own code (check, bound or domain evaluation) raised or broke a contract (its
+result says what and where; the other claims ran and every output was written; it outranks 1);
+130 interrupted; 141 the output pipe was closed by its reader. With ``--raise`` a claim's
+exception propagates as it is, traceback and all, whatever its type.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import os
 import sys
 
 from .._validation import InvalidParameterError
+from ..verify.failure import raised_by_claim
 from . import bound, claims, falsify, report, sweep, verify
 from ._common import Parser, set_threads
 
@@ -68,6 +70,8 @@ def main(argv=None) -> int:
         module = SUBCOMMANDS[args.command]
         return module.run(args, extra) if args.command == "bound" else module.run(args)
     except InvalidParameterError as error:
+        if raised_by_claim(error):  # a claim's own exception let through by --raise, not bad usage
+            raise
         print(f"{getattr(error, 'prog', 'cflbounds')}: error: {error}", file=sys.stderr)
         return 2
     except SystemExit as stop:  # argparse's --help has printed: the exit status, also in-process

@@ -16,9 +16,10 @@ EXIT_ERROR = 3  # a claim's own code failed: its verdict (outcome) is 'error'
 
 
 def exit_status(outcomes, *, strict: bool) -> int:
-    """The exit status of a run whose claims ended in ``outcomes`` (verdict words or falsify
-    outcomes): 3 if any is ``error`` (the run is incomplete: that comes first), else 1 if
-    ``strict`` and any is ``violated``, else 0."""
+    """The exit status of a run whose claims (those asked, those kept from a resumed run
+    included) ended in ``outcomes`` (verdict words or falsify outcomes): 3 if any is ``error``
+    (DESIGN.md: it outranks ``violated``; the run is incomplete), else 1 if ``strict`` and any
+    is ``violated``, else 0."""
     outcomes = list(outcomes)
     if "error" in outcomes:
         return EXIT_ERROR

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from .._files import writable_directory
 from .._validation import InvalidParameterError
-from ._common import (THREADS_HELP, add_executor_options, check_executor_options, start_executor,
-                      table, thread_count)
+from ._common import (EXIT_ERROR, THREADS_HELP, add_executor_options, check_executor_options, exit_status,
+                      start_executor, table, thread_count)
 
 __all__ = ["add_parser", "run"]
 
@@ -23,9 +23,14 @@ DESCRIPTION = (
     "inadmissible points penalised and never counted. The best violating point is shrunk toward a simpler one "
     "(fewer clients, clusters, dimensions, rounder numbers) and confirmed on fresh seeds the search never used, with "
     "the claim's decision rule: 'violated' only then, else 'no counterexample found' with the best ratio reached. "
-    "Writes DIR/falsify.json (after each claim), DIR/counterexamples/<ID>.json and DIR/report.pdf. The same seed "
-    "gives the same search path; with --budget it stops after that many seconds, so how far it gets depends on the "
-    "machine, with --evaluations the whole run is reproducible.")
+    "Writes DIR/falsify.json (after each claim), DIR/counterexamples/<ID>.json and DIR/report.pdf; a DIR that holds "
+    "them already is refused unless --resume or --overwrite. The same seed gives the same search path; with --budget "
+    "it stops after that many seconds, so how far it gets depends on the machine, with --evaluations the whole run is "
+    "reproducible. A claim whose own code (its domain's evaluation or constraints) raises, or returns what breaks the "
+    "Domain contract (one Instance per point; measured, bound, counts and samples well-formed: docs/own-theorem.md), "
+    "ends with outcome 'error', naming the exception and the plugin's file:line; the other claims are searched and "
+    "every output is written. Exit status: 0 done; 1 a claim is violated and --strict is given; 2 bad usage (one line, "
+    "before any work); 3 a claim ended in 'error' (before 1).")
 
 
 def _positive(kind):
@@ -35,7 +40,8 @@ def _positive(kind):
         except ValueError:
             value = None
         if value is None or not (value > 0 and math.isfinite(value)):
-            raise argparse.ArgumentTypeError(f"must be a {kind.__name__} > 0. Got {text!r} instead")
+            raise argparse.ArgumentTypeError(f"must be {'an int' if kind is int else 'a number'} > 0. Got {text!r} "
+                                             "instead")
         return value
 
     parse.__name__ = f"positive {kind.__name__}"
@@ -93,7 +99,21 @@ def add_parser(commands) -> None:
     add_executor_options(parser.add_argument, "every claim's search one task, all at once (a search itself is "
                                               "sequential); with --evaluations the results are the local run's, "
                                               "with --budget each search gets its seconds wherever it runs")
+    again = parser.add_mutually_exclusive_group()
+    again.add_argument("--resume", action="store_true",
+                       help="continue the falsify run in --out DIR: claims with a result there are kept and not "
+                            "searched again (those that ended in 'error' are, after a fix to the plugin); refused "
+                            "unless the run was made with the same seed, --budget or --evaluations, --confidence, "
+                            "device and cflbounds version. Without a run in DIR, a new run starts")
+    again.add_argument("--overwrite", action="store_true",
+                       help="replace the outputs of an earlier run in --out DIR: its falsify.json, counterexamples/ "
+                            "and report are removed before the search starts (other files are left alone). Without "
+                            "--resume or --overwrite, a DIR holding any of them is refused")
     parser.add_argument("--strict", action="store_true", help="exit 1 if a claim is violated")
+    parser.add_argument("--raise", dest="raise_first", action="store_true",
+                        help="stop at the first claim whose own code raises or breaks the Domain contract and re-raise "
+                             "that exception with its full traceback (for a plugin's author, or a debugger's "
+                             "post-mortem), instead of recording outcome 'error' and going on with the other claims")
     parser.add_argument("--threads", type=thread_count, default="auto", metavar="auto|N", help=THREADS_HELP)
 
 
@@ -108,13 +128,26 @@ def _check_emit_target(path: str) -> Path:
 def _replay(args) -> int:
     from .._torch import resolve_device
     from ..falsify import emit_test, read_counterexample, replay_counterexample
+    from ..falsify.records import replay_domain
+    from ..falsify.run import claim_failure
+    from ..verify.failure import CONTAINED, mark_raised
 
-    if args.ids or args.budget or args.evaluations or args.out or args.executor != "local" or args.address:
+    if args.ids or args.budget or args.evaluations or args.out or args.executor != "local" or args.address \
+            or args.resume or args.overwrite:
         raise InvalidParameterError("The '--replay' option replays one file, here: it takes no claim IDs, --budget, "
-                                    "--evaluations, --out, --executor or --address.")
+                                    "--evaluations, --out, --resume, --overwrite, --executor or --address.")
     record = read_counterexample(args.replay)
+    domain = replay_domain(record)  # the claim, its domain and the point checked: a bad file is exit 2
     target = _check_emit_target(args.emit_test) if args.emit_test else None
-    instance = replay_counterexample(record, device=str(resolve_device(args.device)))
+    try:
+        instance = replay_counterexample(record, device=str(resolve_device(args.device)))
+    except CONTAINED as error:  # the claim's own code: one line and exit 3, as a search's outcome 'error'
+        if args.raise_first:
+            mark_raised(error, record["id"])
+            raise
+        print(f"cflbounds: error: {record['id']}: the replay's {claim_failure(error, domain).summary}",
+              file=sys.stderr)
+        return EXIT_ERROR
     reproduced = instance.ratio == record["ratio"]
     if target:
         emit_test(target, record)
@@ -150,9 +183,11 @@ def _claim_ids(args) -> list[str]:
 
 def _searches(ids: list[str], settings: dict, args, spend: str):
     """Each claim's falsify result: one after the other here, or every claim a Ray task at once
-    (yielded as they finish)."""
+    (yielded as they finish). A claim's own failure is its result (outcome ``error``) on either
+    executor; with ``--raise`` it propagates instead."""
     from ..falsify import falsify_claim
 
+    settings = {**settings, "contain": not args.raise_first}
     if args.executor == "ray":
         from ..sweeps.ray_cluster import as_finished, connect, submitter
 
@@ -179,6 +214,9 @@ def run(args) -> int:
         raise InvalidParameterError(f"The '--confidence' option must be in (0, 1). Got {args.confidence} instead.")
     if args.replay:
         return _replay(args)
+    if (args.resume or args.overwrite) and args.out is None:
+        raise InvalidParameterError(f"The '--{'resume' if args.resume else 'overwrite'}' option needs --out DIR (the "
+                                    "run directory to continue or replace).")
     ids = _claim_ids(args)
     if args.emit_test and len(ids) != 1:
         raise InvalidParameterError(f"The '--emit-test' option needs exactly one claim (or --replay FILE); "
@@ -188,20 +226,23 @@ def run(args) -> int:
     budget = None if args.evaluations else (args.budget or DEFAULT_BUDGET)
     check_executor_options(args)
     out = Path("reports") / datetime.now().strftime("falsify-%Y%m%d-%H%M%S") if args.out is None else args.out
-    record = FalsifyRecord(out, {"command": args.argv, "seed": args.seed, "budget_seconds": budget,
-                                 "max_evaluations": args.evaluations, "confidence": args.confidence,
-                                 "device": device})
+    record = FalsifyRecord.open(out, {"command": args.argv, "seed": args.seed, "budget_seconds": budget,
+                                      "max_evaluations": args.evaluations, "confidence": args.confidence,
+                                      "device": device}, resume=args.resume, overwrite=args.overwrite)
+    todo = [claim_id for claim_id in ids if not record.done(claim_id)]
+    if len(todo) < len(ids):
+        kept = [claim_id for claim_id in ids if claim_id not in todo]
+        print(f"falsify {', '.join(kept)}: kept from {record.path} (resumed)", file=sys.stderr, flush=True)
     start_executor(args)
     spend = f"{args.evaluations} evaluations" if args.evaluations else f"{budget:g} s of search"
     settings = dict(seed=args.seed, budget=budget, max_evaluations=args.evaluations, device=device,
                     confidence=args.confidence)
-    for result in _searches(ids, settings, args, spend):
+    for result in _searches(todo, settings, args, spend):
         record.add(result)
         print(f"falsify {result['id']}: {result['summary']}", file=sys.stderr, flush=True)
-    if args.executor == "ray":  # searches finished in any order; the record lists them as asked
-        record.arrange(ids)
+    record.arrange(ids)  # the order asked (Ray finishes in any order), after claims kept from a resumed run
     report = record.write_report()
-    results = record.results
+    results = [result for result in record.results if result["id"] in ids]
     if target and results[0]["counterexample"] is not None:
         from ..falsify import read_counterexample
         emit_test(target, read_counterexample(results[0]["counterexample_file"]))
@@ -215,4 +256,4 @@ def run(args) -> int:
         if target:
             print(f"test:    {target}" if results[0]["counterexample"] is not None else
                   f"test:    none written ({target}): no counterexample was found")
-    return 1 if args.strict and any(r["outcome"] == "violated" for r in results) else 0
+    return exit_status([result["outcome"] for result in results], strict=args.strict)

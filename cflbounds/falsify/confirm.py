@@ -14,6 +14,7 @@ import numpy as np
 
 from ..synthetic.seeding import spawn_seeds
 from ..verify import rules
+from ..verify.contract import checked_evaluate
 from ..verify.domain import Domain
 from ..verify.stats import mean_interval
 
@@ -50,9 +51,12 @@ class Confirmation:
                 "bounds": list(self.bounds)}
 
 
-def confirm(domain: Domain, ctx, point: dict, seed: int, confidence: float = 0.95) -> Confirmation:
+def confirm(domain: Domain, ctx, point: dict, seed: int, confidence: float = 0.95,
+            claim: str = "this claim") -> Confirmation:
+    """The claim's rule on the domain's fresh instances of ``point`` (module docstring), each
+    checked against the Domain contract (naming ``claim``)."""
     seeds = list(confirmation_seeds(seed, domain.confirmation))
-    instances = domain.evaluate([point] * len(seeds), seeds, ctx)
+    instances = checked_evaluate(domain, [point] * len(seeds), seeds, ctx, claim)
     kept = [i for i in instances if i.admissible]
     if not kept:
         return Confirmation(False, 0, confidence, (np.nan, np.nan), "none", "every fresh instance was inadmissible",

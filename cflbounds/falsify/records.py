@@ -18,11 +18,12 @@ from .. import __version__
 from .._files import atomic_write_text
 from .._validation import InvalidParameterError
 from ..verify.context import VerifyContext
-from ..verify.domain import Instance
+from ..verify.contract import checked_evaluate
+from ..verify.domain import Domain, Instance
 from ..verify.registry import get_claim
 from ..verify.verdict import json_safe
 
-__all__ = ["read_counterexample", "replay_counterexample", "write_counterexample", "emit_test"]
+__all__ = ["read_counterexample", "replay_counterexample", "replay_domain", "write_counterexample", "emit_test"]
 
 
 def write_counterexample(path: Path, result: dict) -> Path:
@@ -49,17 +50,35 @@ def read_counterexample(path) -> dict:
         record["ratio"] = float(record["ratio"])  # json_safe wrote a non-finite ratio as "inf"
     except (TypeError, ValueError):
         raise InvalidParameterError(f"{path}: its ratio {record['ratio']!r} is not a number") from None
+    for key in ("seed", "search_seed"):  # checked here, so that a replay's failure is the claim's, never the file's
+        value = record.get(key, 0)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise InvalidParameterError(f"{path}: its {key} {value!r} is not a non-negative int")
+    if not isinstance(record["parameters"], dict):
+        raise InvalidParameterError(f"{path}: its parameters {record['parameters']!r} are not an object")
     return record
 
 
-def replay_counterexample(record: dict, device: str | None = None) -> Instance:
-    """Evaluate the counterexample's point alone at its seed (the claim must declare a domain)."""
+def replay_domain(record: dict) -> Domain:
+    """The domain of the counterexample's claim, the point checked to lie in it (a clear
+    one-line :class:`InvalidParameterError` otherwise: the file, not the claim, is wrong)."""
     claim = get_claim(record["id"])
     if claim.domain is None:
         raise InvalidParameterError(f"Claim {record['id']} declares no domain: nothing to replay.")
+    try:
+        claim.domain.check_point(record["parameters"])
+    except (ValueError, TypeError) as error:
+        raise InvalidParameterError(f"The counterexample of {record['id']} is not a point of its domain: {error}") \
+            from None
+    return claim.domain
+
+
+def replay_counterexample(record: dict, device: str | None = None) -> Instance:
+    """Evaluate the counterexample's point alone at its seed (the claim must declare a domain),
+    checked against the Domain contract as the search's evaluations are."""
+    domain = replay_domain(record)
     ctx = VerifyContext(seed=int(record.get("search_seed", 0)), device=device or record.get("device", "cpu"))
-    claim.domain.check_point(record["parameters"])
-    return claim.domain.evaluate([dict(record["parameters"])], [int(record["seed"])], ctx)[0]
+    return checked_evaluate(domain, [dict(record["parameters"])], [int(record["seed"])], ctx, record["id"])[0]
 
 
 def emit_test(path: Path, record: dict) -> Path:

@@ -13,25 +13,32 @@ penalised the same way and never counted as a violation.
 The search maximises the domain's score (``log(measured/bound)``, or ``frequency - allowed``);
 pycma minimises, so it is told the negative. Every evaluation gets its own seed, spawned from
 the search seed and its index, so the same seed gives the same search path on any executor.
+Every evaluation is checked against the Domain contract (:mod:`cflbounds.verify.contract`),
+and only a summary of the search is kept (:class:`SearchResult`), so a search of any length
+runs in the same memory.
 """
 from __future__ import annotations
 
 import math
 import time
 from dataclasses import dataclass, field
+from functools import partial
+from typing import Callable
 
 import numpy as np
 
 from ..synthetic.seeding import spawn_seeds
+from ..verify.contract import checked_constraint_rows, checked_evaluate
 from ..verify.domain import Domain, Instance
 
-__all__ = ["Evaluation", "SearchResult", "search", "SEARCH_KEY", "evaluation_seed"]
+__all__ = ["Evaluation", "EvenSample", "SearchResult", "search", "SEARCH_KEY", "TRACE_POINTS", "evaluation_seed"]
 
 SEARCH_KEY = 1  # spawn key of the search's evaluation seeds (confirmation uses another)
 PENALTY = 1e3  # above any admissible objective: log-ratios are clipped to +-SCORE_CAP
 SCORE_CAP = 50.0
 SIGMA0 = 0.3  # initial step size on the unit cube
 MAX_DOUBLINGS = 6  # IPOP doubles the population at each restart, up to 2**6 times the base one
+TRACE_POINTS = 400  # evaluations kept for the report's scatter of the search (evenly spread)
 
 
 def evaluation_seed(seed: int, index: int) -> int:
@@ -51,21 +58,59 @@ class Evaluation:
     instance: Instance | None
 
 
+class EvenSample:
+    """At most ``capacity`` items of a stream of any length, evenly spaced: every ``stride``-th
+    item from the first, the stride doubling whenever more than ``capacity`` would be kept (so
+    from ``capacity / 2`` items on, once the stream is longer). Deterministic, O(capacity) memory."""
+
+    def __init__(self, capacity: int):
+        self.capacity, self.stride, self.items = capacity, 1, []
+
+    def wants(self, position: int) -> bool:
+        return position % self.stride == 0
+
+    def offer(self, position: int, item) -> None:
+        """Keep ``item``, the stream's ``position``-th (from 0), if it falls on the stride."""
+        if not self.wants(position):
+            return
+        self.items.append((position, item))
+        if len(self.items) > self.capacity:
+            self.stride *= 2
+            self.items = [(p, kept) for p, kept in self.items if p % self.stride == 0]
+
+
 @dataclass
 class SearchResult:
-    evaluations: list[Evaluation] = field(default_factory=list)
+    """What a search keeps, however long it runs: memory stays flat (DESIGN.md; measured by
+    ``benchmarks/bench_falsify_memory.py``). Counts; the best admissible evaluation (largest
+    score, earliest on ties) with its instance; ``improvements``, the evaluation number and
+    ratio each time the best improved (a step function); ``sample``, the ratios (None where
+    inadmissible) of at most :data:`TRACE_POINTS` evaluations, evenly spread. Every evaluation
+    itself is passed to ``search(observe=...)`` and dropped."""
+
+    evaluations: int = 0
+    admissible: int = 0
     restarts: int = 0
     seconds: float = 0.0
+    best: Evaluation | None = None
+    improvements: list = field(default_factory=list)
+    sample: EvenSample = field(default_factory=lambda: EvenSample(TRACE_POINTS))
 
     @property
-    def admissible(self) -> list[Evaluation]:
-        return [e for e in self.evaluations if e.score is not None]
+    def rejected(self) -> int:
+        """Evaluations of points or instances that broke an assumption (never counted)."""
+        return self.evaluations - self.admissible
 
-    @property
-    def best(self) -> Evaluation | None:
-        """The admissible evaluation with the largest score (earliest on ties)."""
-        candidates = self.admissible
-        return max(candidates, key=lambda e: (e.score, -e.index)) if candidates else None
+    def add(self, evaluation: Evaluation, domain: Domain) -> None:
+        self.evaluations += 1
+        improved = evaluation.score is not None and (self.best is None or evaluation.score > self.best.score)
+        if evaluation.score is not None:
+            self.admissible += 1
+        if improved:
+            self.best = evaluation
+            self.improvements.append((evaluation.index + 1, domain.ratio(evaluation.instance)))
+        if self.sample.wants(evaluation.index):
+            self.sample.offer(evaluation.index, None if evaluation.score is None else domain.ratio(evaluation.instance))
 
 
 def _shortfall(rows) -> float:
@@ -103,59 +148,70 @@ def _minimum_steps(domain: Domain) -> np.ndarray:
 
 
 def search(domain: Domain, ctx, *, seed: int, budget: float | None = None, max_evaluations: int | None = None,
-           clock=time.monotonic) -> SearchResult:
+           clock=time.monotonic, claim: str = "this claim", result: SearchResult | None = None,
+           observe: Callable[[Evaluation], None] | None = None) -> SearchResult:
     """Maximise the domain's score until ``budget`` seconds or ``max_evaluations`` evaluations
-    (whichever comes first; at least one of them must be given). Returns every evaluation."""
+    (whichever comes first; at least one of them must be given). Every evaluation is checked
+    against the Domain contract (:mod:`cflbounds.verify.contract`, naming ``claim``), passed to
+    ``observe`` and summarised into ``result`` (a fresh :class:`SearchResult` by default; give
+    one to keep what was found before an evaluation raises), which is returned."""
     import cma
 
     if budget is None and max_evaluations is None:
         raise ValueError("search needs a budget in seconds or a number of evaluations")
-    started, result = clock(), SearchResult()
+    started, result = clock(), SearchResult() if result is None else result
     dimension = len(domain.parameters)
     base_population = 4 + int(3 * math.log(dimension))
     minimum_steps = _minimum_steps(domain)
+    evaluate = partial(_evaluate_generation, domain, ctx, seed, claim=claim, result=result, observe=observe)
 
     def spent() -> bool:
         over_time = budget is not None and clock() - started >= budget
-        over_count = max_evaluations is not None and len(result.evaluations) >= max_evaluations
+        over_count = max_evaluations is not None and result.evaluations >= max_evaluations
         return over_time or over_count
 
-    while not spent():
-        restart_seed = spawn_seeds(seed, 1, SEARCH_KEY + 1, result.restarts)[0]
-        rng = np.random.default_rng(restart_seed)
-        options = {"bounds": [0.0, 1.0], "popsize": base_population * 2 ** min(result.restarts, MAX_DOUBLINGS),
-                   "seed": int(restart_seed % (2**31 - 1)) + 1, "verbose": -9,
-                   "minstd": list(minimum_steps), "tolfun": 1e-9, "tolx": 1e-6}
-        if dimension == 1:  # pycma needs two coordinates: a dummy one the objective ignores
-            options["minstd"] = list(minimum_steps) + [0.0]
-        strategy = cma.CMAEvolutionStrategy(list(rng.uniform(0.1, 0.9, size=max(dimension, 2))), SIGMA0, options)
-        while not strategy.stop() and not spent():
-            candidates, objectives = strategy.ask(), []
-            # in chunks of the base population, so that a large generation does not overrun the budget;
-            # a generation cut short is kept in the record but not told to the strategy
-            for first in range(0, len(candidates), base_population):
-                if spent():
-                    break
-                chunk = candidates[first:first + base_population]
-                if max_evaluations is not None:
-                    chunk = chunk[:max_evaluations - len(result.evaluations)]
-                objectives += _evaluate_generation(domain, ctx, seed, [c[:dimension] for c in chunk], result)
-            if len(objectives) == len(candidates):
-                strategy.tell(candidates, objectives)
-        result.restarts += 1
-    result.restarts -= 1  # restarts after the first run
-    result.seconds = clock() - started
+    try:
+        while not spent():
+            restart_seed = spawn_seeds(seed, 1, SEARCH_KEY + 1, result.restarts)[0]
+            rng = np.random.default_rng(restart_seed)
+            options = {"bounds": [0.0, 1.0], "popsize": base_population * 2 ** min(result.restarts, MAX_DOUBLINGS),
+                       "seed": int(restart_seed % (2**31 - 1)) + 1, "verbose": -9,
+                       "minstd": list(minimum_steps), "tolfun": 1e-9, "tolx": 1e-6}
+            if dimension == 1:  # pycma needs two coordinates: a dummy one the objective ignores
+                options["minstd"] = list(minimum_steps) + [0.0]
+            strategy = cma.CMAEvolutionStrategy(list(rng.uniform(0.1, 0.9, size=max(dimension, 2))), SIGMA0, options)
+            while not strategy.stop() and not spent():
+                candidates, objectives = strategy.ask(), []
+                # in chunks of the base population, so that a large generation does not overrun the budget;
+                # a generation cut short is kept in the record but not told to the strategy
+                for first in range(0, len(candidates), base_population):
+                    if spent():
+                        break
+                    chunk = candidates[first:first + base_population]
+                    if max_evaluations is not None:
+                        chunk = chunk[:max_evaluations - result.evaluations]
+                    objectives += evaluate([c[:dimension] for c in chunk])
+                if len(objectives) == len(candidates):
+                    strategy.tell(candidates, objectives)
+            result.restarts += 1
+        result.restarts -= 1  # restarts after the first run
+    finally:  # also when an evaluation raises: the seconds searched until then
+        result.seconds = clock() - started
     return result
 
 
-def _evaluate_generation(domain, ctx, seed, units, result: SearchResult) -> list[float]:
-    """Evaluate one generation as a batch; append its evaluations; return its objectives."""
+def _evaluate_generation(domain, ctx, seed, units, *, claim: str, result: SearchResult, observe) -> list[float]:
+    """Evaluate one generation as a batch (its admissible points in one checked call); add
+    its evaluations to ``result``; return its objectives."""
     points = [domain.decode(unit) for unit in units]
-    first = len(result.evaluations)
+    first = result.evaluations
     seeds = [evaluation_seed(seed, first + i) for i in range(len(points))]
-    rows = [domain.constraint_rows(point) for point in points]
+    rows = [checked_constraint_rows(domain, point, claim) for point in points]
     accepted = [i for i, r in enumerate(rows) if all(bool(row["holds"]) for row in r)]
-    instances = dict(zip(accepted, domain.evaluate([points[i] for i in accepted], [seeds[i] for i in accepted], ctx)))
+    instances = {}
+    if accepted:
+        evaluated = checked_evaluate(domain, [points[i] for i in accepted], [seeds[i] for i in accepted], ctx, claim)
+        instances = dict(zip(accepted, evaluated))  # as many as accepted: the contract is checked
     objectives = []
     for i, point in enumerate(points):
         instance = instances.get(i)
@@ -166,6 +222,9 @@ def _evaluate_generation(domain, ctx, seed, units, result: SearchResult) -> list
         else:
             score = domain.score(instance)
             objective = _objective(score, instance.margin)
-        result.evaluations.append(Evaluation(first + i, point, seeds[i], score, instance))
+        evaluation = Evaluation(first + i, point, seeds[i], score, instance)
+        result.add(evaluation, domain)
+        if observe is not None:
+            observe(evaluation)
         objectives.append(objective)
     return objectives

@@ -5,6 +5,7 @@ value), and a change is kept when the point stays admissible and still violates 
 seed. Passes repeat until none changes anything or the evaluation allowance is spent."""
 from __future__ import annotations
 
+from ..verify.contract import checked_constraint_rows, checked_evaluate
 from ..verify.domain import Domain, Instance, Parameter, round_toward
 
 __all__ = ["shrink", "simpler_values"]
@@ -28,11 +29,13 @@ def simpler_values(parameter: Parameter, value) -> list:
     return kept
 
 
-def shrink(domain: Domain, ctx, point: dict, seed: int, *, allowance: int = 60) -> tuple[dict, Instance, int]:
+def shrink(domain: Domain, ctx, point: dict, seed: int, *, allowance: int = 60,
+           claim: str = "this claim") -> tuple[dict, Instance, int]:
     """The simplest point found that still violates at ``seed``, its instance (evaluated alone,
-    so that a replay reproduces it exactly) and the number of evaluations spent."""
+    so that a replay reproduces it exactly) and the number of evaluations spent (each checked
+    against the Domain contract, naming ``claim``)."""
     current = dict(point)
-    instance = domain.evaluate([current], [seed], ctx)[0]
+    instance = checked_evaluate(domain, [current], [seed], ctx, claim)[0]
     spent = 1
     changed = instance.admissible and domain.score(instance) > 0  # nothing to shrink from otherwise
     while changed and spent < allowance:
@@ -40,9 +43,9 @@ def shrink(domain: Domain, ctx, point: dict, seed: int, *, allowance: int = 60) 
         for parameter in domain.parameters:
             for candidate in simpler_values(parameter, current[parameter.name]):
                 trial = {**current, parameter.name: candidate}
-                if not all(bool(row["holds"]) for row in domain.constraint_rows(trial)):
+                if not all(bool(row["holds"]) for row in checked_constraint_rows(domain, trial, claim)):
                     continue
-                outcome = domain.evaluate([trial], [seed], ctx)[0]
+                outcome = checked_evaluate(domain, [trial], [seed], ctx, claim)[0]
                 spent += 1
                 if outcome.admissible and domain.score(outcome) > 0:
                     current, instance, changed = trial, outcome, True

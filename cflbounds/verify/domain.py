@@ -149,7 +149,8 @@ class Instance:
 
     @property
     def ratio(self) -> float:
-        """``measured / bound``; ``inf`` when a non-positive bound is exceeded."""
+        """``measured / bound``; ``inf`` when a non-positive bound is exceeded, 0 when the bound
+        is ``+inf``."""
         return _ratio(self.measured, self.bound)
 
     def as_dict(self) -> dict:
@@ -167,8 +168,9 @@ class Domain:
     """A claim's admissible domain and instance evaluation (module docstring).
 
     ``evaluate(points, seeds, ctx)``: a list of points (dicts of parameter values) and one seed
-    per point, returning one :class:`Instance` per point; it may batch them (the result of a
-    point must not depend on the others). ``constraints(point)``: assumption rows that depend
+    per point, returning a list of one :class:`Instance` per point; it may batch them (the result
+    of a point must not depend on the others). What it returns is checked on every call, never
+    trusted (:mod:`.contract` lists the rules; a break is the claim's ``error``). ``constraints(point)``: assumption rows that depend
     on the parameters alone, checked before evaluating (a point breaking one is never
     evaluated); rows that depend on the drawn problem come back in the instance.
     ``confirmation``: fresh seeds used to confirm a counterexample; ``rtol``: a deterministic
@@ -264,6 +266,8 @@ class Domain:
 
 
 def _ratio(measured: float, bound: float) -> float:
+    if bound == math.inf:  # an overflowed bound promises nothing: never approached, even by a diverged run
+        return 0.0
     if bound > 0:
         return measured / bound
     return math.inf if measured > bound else 0.0

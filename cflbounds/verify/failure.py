@@ -12,13 +12,14 @@ the claim, not cflbounds' own frames around it) and the traceback's text.
 """
 from __future__ import annotations
 
+import inspect
 import sys
 import traceback
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-__all__ = ["CONTAINED", "ClaimFailure", "ContractError", "describe_failure", "declaring_root", "defined_at",
-           "declaration_site"]
+__all__ = ["CONTAINED", "ClaimFailure", "ContractError", "describe_failure", "declaring_root", "declared_at",
+           "declaration_site", "mark_raised", "raised_by_claim"]
 
 CONTAINED = (Exception, SystemExit)  # what a claim's code may raise without ending the run
 STAGES = ("check", "bound", "evaluation", "contract", "declaration")
@@ -26,14 +27,21 @@ STAGES = ("check", "bound", "evaluation", "contract", "declaration")
 
 class ContractError(ValueError):
     """A claim's code returned something that breaks cflbounds' contract (e.g. a domain's
-    evaluation returning fewer instances than points); the message names the broken rule."""
+    evaluation returning fewer instances than points); the message names the broken rule.
+    ``function``: the claim's function that returned it (where :func:`describe_failure`
+    points, since none of its frames is left in the traceback)."""
+
+    def __init__(self, message: str, function=None):
+        super().__init__(message)
+        self.function = function
 
 
 @dataclass(frozen=True)
 class ClaimFailure:
     """``stage``: what was running (:data:`STAGES`); ``kind``: the exception's type name;
     ``message``: its text; ``where``: ``file:line`` of the innermost frame in the declaring
-    package (else the innermost frame); ``traceback``: the formatted traceback."""
+    package (else the innermost frame; for a :class:`ContractError`, where the function that
+    returned the malformed value is defined); ``traceback``: the formatted traceback."""
 
     stage: str
     kind: str
@@ -43,9 +51,11 @@ class ClaimFailure:
 
     @property
     def summary(self) -> str:
-        """One line: ``check raised KeyError: 'x' at mine/checks.py:12``."""
-        verb = "broke the contract" if self.stage == "contract" else "raised"
-        return f"{self.stage} {verb}: {self.kind}: {self.message} (at {self.where})"
+        """One line: ``check raised: KeyError: 'x' (at mine/checks.py:12)``, or for a contract
+        break ``contract broken: FOO.BAR: evaluate returned ... (at the function's definition)``."""
+        if self.stage == "contract":
+            return f"contract broken: {self.message} (at {self.where})"
+        return f"{self.stage} raised: {self.kind}: {self.message} (at {self.where})"
 
     def as_details(self) -> dict:
         """The strings a verdict's ``details`` (or a falsify result) carries."""
@@ -80,6 +90,7 @@ def declaration_site() -> str:
     up the stack outside cflbounds' declaration classes and the dataclass machinery."""
     frame = sys._getframe(1)
     own = {__file__, str(Path(__file__).with_name("domain.py")), str(Path(__file__).with_name("claim.py"))}
+
     def machinery(code) -> bool:  # our declaration classes, or the __init__ that dataclass generated for them
         return code.co_filename in own or (code.co_filename.startswith("<") and code.co_name == "__init__")
 
@@ -88,27 +99,26 @@ def declaration_site() -> str:
     return f"{_short(frame.f_code.co_filename)}:{frame.f_lineno}" if frame is not None else ""
 
 
-def defined_at(function) -> str:
-    """``file:line`` where ``function`` is defined (what a contract error points to: the code
-    that returned the wrong thing), or its repr when it has no source."""
-    code = getattr(getattr(function, "__wrapped__", function), "__code__", None)
-    return f"{_short(code.co_filename)}:{code.co_firstlineno}" if code is not None else repr(function)
-
-
-def describe_failure(error: BaseException, stage: str, *, root: Path | None = None,
-                     where: str | None = None) -> ClaimFailure:
-    """``error`` as a :class:`ClaimFailure` at ``stage``; ``where`` defaults to the innermost
-    frame under ``root`` (:func:`declaring_root` of the claim's code), else the innermost frame."""
+def describe_failure(error: BaseException, stage: str, *, root: Path | None = None) -> ClaimFailure:
+    """``error`` as a :class:`ClaimFailure` at ``stage``; ``where`` is the innermost frame under
+    ``root`` (:func:`declaring_root` of the claim's code), else the innermost frame."""
     if stage not in STAGES:
         raise ValueError(f"stage must be one of {STAGES}, got {stage!r}")
-    if where is None:
-        frames = traceback.extract_tb(error.__traceback__)
-        inside = [frame for frame in frames if root is not None and _under(frame.filename, root)]
-        frame = (inside or frames or [None])[-1]
-        where = f"{_short(frame.filename)}:{frame.lineno}" if frame is not None else "unknown location"
+    frames = traceback.extract_tb(error.__traceback__)
+    inside = [frame for frame in frames if root is not None and _under(frame.filename, root)]
+    frame = (inside or frames or [None])[-1]
+    where = f"{_short(frame.filename)}:{frame.lineno}" if frame is not None else "unknown location"
+    if isinstance(error, ContractError) and declared_at(error.function):
+        where = declared_at(error.function)
     message = str(error) if not isinstance(error, SystemExit) else f"exit status {error.code!r}"
     text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
     return ClaimFailure(stage, type(error).__name__, message or "(no message)", where, text)
+
+
+def declared_at(function) -> str | None:
+    """``file:line`` where ``function`` is defined (None when it has no Python source)."""
+    code = getattr(inspect.unwrap(function), "__code__", None) if function is not None else None
+    return f"{_short(code.co_filename)}:{code.co_firstlineno}" if code is not None else None
 
 
 def _under(filename: str, root: Path) -> bool:
@@ -125,3 +135,20 @@ def _short(filename: str) -> str:
         return str(Path(filename).resolve().relative_to(Path.cwd().resolve()))
     except (ValueError, OSError):
         return filename
+
+
+def mark_raised(error: BaseException, claim_id: str) -> BaseException:
+    """``error``, marked as raised by ``claim_id``'s code and let through on purpose (``--raise``:
+    a plugin author wants the traceback, or a debugger's post-mortem). The command line then
+    re-raises it as it is, even an ``InvalidParameterError``, which it would otherwise print as
+    one line of bad usage (:func:`raised_by_claim`)."""
+    try:
+        error.cflbounds_claim = claim_id
+    except AttributeError:  # an exception type without instance attributes: left unmarked
+        pass
+    return error
+
+
+def raised_by_claim(error: BaseException) -> str | None:
+    """The claim whose code raised ``error`` under ``--raise`` (:func:`mark_raised`), else None."""
+    return getattr(error, "cflbounds_claim", None)

@@ -10,7 +10,7 @@ from .._torch import DEVICES, resolve_device
 from .._validation import Boolean, Constraint, Interval, InvalidParameterError, NoneOK, Options, validate_params
 from ..sweeps.executors import EXECUTORS
 from .context import SCALE_OPTION, VerifyContext
-from .failure import CONTAINED, ContractError, declaring_root, defined_at, describe_failure
+from .failure import CONTAINED, ContractError, declaring_root, describe_failure, mark_raised
 from .progress import RunDisplay
 from .registry import claims, get_claim
 from .verdict import Verdict
@@ -60,7 +60,7 @@ def _check(claim_id: str, context: VerifyContext, raise_errors: bool = False) ->
             _check_returned(claim, verdict)
         except CONTAINED as error:
             if raise_errors:
-                raise
+                raise mark_raised(error, claim_id)
             context.discard_tables()
             verdict = error_verdict(claim, context, error)
     verdict.statement, verdict.scale = claim.statement, context.scale
@@ -72,9 +72,9 @@ def _check_returned(claim, verdict) -> None:
     """Raise :class:`ContractError` unless ``verdict`` is a :class:`Verdict` of ``claim``."""
     if not isinstance(verdict, Verdict):
         raise ContractError(f"the check of {claim.id} returned {type(verdict).__name__} {verdict!r:.60}, not a "
-                            "cflbounds.claims.Verdict")
+                            "cflbounds.claims.Verdict", function=claim.check)
     if verdict.id != claim.id:
-        raise ContractError(f"the check of {claim.id} returned a verdict for {verdict.id!r}")
+        raise ContractError(f"the check of {claim.id} returned a verdict for {verdict.id!r}", function=claim.check)
 
 
 def error_verdict(claim, context: VerifyContext, error: BaseException) -> Verdict:
@@ -91,8 +91,7 @@ def error_verdict(claim, context: VerifyContext, error: BaseException) -> Verdic
         stage = "bound"
     else:
         stage = "check"
-    failure = describe_failure(error, stage, root=declaring_root(claim.check, claim.bound),
-                               where=defined_at(claim.check) if stage == "contract" else None)
+    failure = describe_failure(error, stage, root=declaring_root(claim.check, claim.bound))
     return Verdict(claim.id, "error", {}, context.seed, 0, 0.0, failure.summary, claim.statement, context.scale,
                    details=failure.as_details())
 
