@@ -4,13 +4,14 @@
 adds one test item per claim matching a pattern (``MGD.*``, ``TEXTBOOK.GD``; the option may
 be repeated), in a directory with or without test files of its own; they are counted in the
 "collected N items" line like any test. An item runs the claim's check
-(:func:`cflbounds.verify.verify`) and passes when the verdict is ``holds`` or
+and, for a claim with a domain, its search, as ``cflbounds verify`` does
+(:func:`cflbounds.falsify.judge`; none at the smoke scale) and passes when the verdict is ``holds`` or
 ``rate-consistent``; otherwise its failure report shows the verdict, the summary, the
 evidence and the command that reproduces it. A claim whose own code raised (verdict
 ``error``) fails with that code's traceback, as pytest shows a test that raised.
 
-For custom tests, the fixture ``cflbounds_verify`` returns :func:`cflbounds.verify.verify`
-with the session's scale and seed as defaults; :func:`cflbounds.verify.assert_claim` and
+For custom tests, the fixture ``cflbounds_verify`` returns :func:`cflbounds.falsify.judge`
+(the final verdict, as the command gives it) with the session's scale and seed as defaults; :func:`cflbounds.verify.assert_claim` and
 :func:`cflbounds.verify.assert_within_bound` assert on a verdict or on your own measurements.
 
 Without ``--cflbounds`` the plugin adds nothing, and at collection it imports nothing of
@@ -59,10 +60,11 @@ class ClaimItem(pytest.Item):
         return f"cflbounds verify {self.claim_id} --scale {scale} --seed {seed}"
 
     def runtest(self):
-        from cflbounds.verify import PASSING, verify
+        from cflbounds.falsify import judge
+        from cflbounds.verify import PASSING
 
         scale, seed = self._settings()
-        verdict = verify(self.claim_id, scale=scale, seed=seed)
+        verdict = judge(self.claim_id, scale=scale, seed=seed)
         self.user_properties.append(("cflbounds_verdict", verdict.verdict))
         if verdict.verdict == "error":
             self.add_report_section("call", "the claim's traceback", verdict.details.get("error_traceback", ""))
@@ -125,18 +127,18 @@ def pytest_configure(config):
 
 @pytest.fixture
 def cflbounds_verify(request):
-    """:func:`cflbounds.verify.verify` with this session's ``--cflbounds-scale`` and
-    ``--cflbounds-seed`` as defaults::
+    """:func:`cflbounds.falsify.judge` (the final verdict, as ``cflbounds verify`` gives it) with
+    this session's ``--cflbounds-scale`` and ``--cflbounds-seed`` as defaults::
 
         def test_my_claim(cflbounds_verify):
             verdict = cflbounds_verify("TEXTBOOK.GD")
             assert verdict.evidence["violations"] == 0
     """
-    from cflbounds.verify import verify
+    from cflbounds.falsify import judge
 
     scale, seed = request.config.getoption("cflbounds_scale"), request.config.getoption("cflbounds_seed")
 
     def run(claim_id: str, *, scale: str = scale, seed: int = seed, **options):
-        return verify(claim_id, scale=scale, seed=seed, **options)
+        return judge(claim_id, scale=scale, seed=seed, **options)
 
     return run

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import textwrap
 from datetime import datetime
@@ -70,6 +71,19 @@ def add_parser(commands) -> None:
     verify.add_argument("--seed", type=int, default=0,
                         help="root seed, a non-negative int: every trial's seed is spawned from it, so the same "
                              "seed, scale, device and version give the same verdicts (default: 0)")
+    from ..falsify.judge import SEARCH_EVALUATIONS
+
+    searching = verify.add_mutually_exclusive_group()
+    searching.add_argument("--search", type=_non_negative(float), metavar="SECONDS",
+                           help="after a claim's designed experiment, search its admissible domain (claims that "
+                                "declare one: `cflbounds claims`) for this many seconds, as `cflbounds falsify "
+                                "--budget` does; a confirmed counterexample makes the verdict 'violated' (shown "
+                                "beside the designed experiment's own result). A time budget reaches further on a "
+                                "faster machine; 0: no search. Default: a number of evaluations per claim by scale "
+                                "(" + ", ".join(f"{scale} {count}" for scale, count in SEARCH_EVALUATIONS.items())
+                                + "), so the verdicts depend only on the seed, scale, device and version")
+    searching.add_argument("--search-evaluations", type=_non_negative(int), metavar="N",
+                           help="the search as a number of evaluations per claim instead (0: no search)")
     verify.add_argument("--out", metavar="DIR",
                         help="run directory for verdicts.json, tables/, report.pdf (default: reports/<date-time>/); "
                              "checked to be a writable directory before any work, and refused if it holds an "
@@ -89,9 +103,43 @@ def add_parser(commands) -> None:
     verify.add_argument("--threads", type=thread_count, default="auto", metavar="auto|N", help=THREADS_HELP)
 
 
+def _non_negative(kind):
+    def parse(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if value is None or not (value >= 0 and math.isfinite(value)):
+            raise argparse.ArgumentTypeError(f"must be {'an int' if kind is int else 'a number'} >= 0. Got {text!r} "
+                                             "instead")
+        return value
+
+    parse.__name__ = f"non-negative {kind.__name__}"
+    return parse
+
+
+def _search_plan(args):
+    from ..falsify.judge import SearchPlan, default_plan
+
+    if args.search is not None:
+        return SearchPlan(seconds=args.search or None)
+    if args.search_evaluations is not None:
+        return SearchPlan(evaluations=args.search_evaluations or None)
+    return default_plan(args.scale)
+
+
 def _between_claims(record, governor):
-    """After each claim: store it, then re-judge ``--threads auto`` for the next one."""
+    """After each claim: its counterexample file (a search confirmed one), then the claim
+    itself, then re-judge ``--threads auto`` for the next one."""
+    from ..falsify.records import write_counterexample
+
     def finished(verdict, tables):
+        found = verdict.search.get("counterexample") if verdict.search else None
+        if found is not None:
+            folder = record.directory / "counterexamples"
+            folder.mkdir(exist_ok=True)
+            path = write_counterexample(folder / f"{verdict.id}.json", verdict.search)
+            verdict.search["replay"] = f"cflbounds falsify --replay {path}"
         record.add(verdict, tables)
         governor.adjust()
 
@@ -117,12 +165,14 @@ def run(args) -> int:
     out = Path("reports") / datetime.now().strftime("%Y%m%d-%H%M%S") if args.out is None else args.out
     context = VerifyContext(scale=args.scale, seed=args.seed, device=str(resolve_device(args.device)),
                             executor=args.executor, workdir=out)
-    record = RunRecord.open(context, resume=args.resume, command=args.argv)
+    search = _search_plan(args)
+    record = RunRecord.open(context, resume=args.resume, command=args.argv, search=search.describe())
     start_executor(args)
     try:
         verify_claims(ids, context, skip=[claim for claim in ids if record.done(claim)],
                       on_verdict=_between_claims(record, args.thread_governor),
-                      display=run_display(costs=claim_costs(args.scale)), raise_errors=args.raise_errors)
+                      display=run_display(costs=claim_costs(args.scale)), raise_errors=args.raise_errors,
+                      search=search)
     except KeyboardInterrupt:
         print(f"cflbounds: interrupted; the {len(record.verdicts)} finished verdicts are kept in {record.path} "
               f"(continue with the same options and --resume --out {record.directory})", file=sys.stderr)

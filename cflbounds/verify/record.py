@@ -37,8 +37,10 @@ __all__ = ["RECORD_NAME", "RESUME_SETTINGS", "RunRecord", "read_record", "run_me
 RECORD_NAME = "verdicts.json"
 # What a verdict depends on. Not the threads or the executor: results are identical across them
 # (DESIGN.md, Determinism; tested). The device is: CUDA kernels sum in other orders than CPU ones.
-RESUME_SETTINGS = ("cflbounds", "scale", "seed", "device")
-_OBJECT_FIELDS = {"evidence": dict, "details": dict, "assumptions": list, "plot": (dict, list)}
+# So is the search a claim with a domain got (its evaluations, or its seconds).
+RESUME_SETTINGS = ("cflbounds", "scale", "seed", "device", "search")
+_OBJECT_FIELDS = {"evidence": dict, "details": dict, "assumptions": list, "plot": (dict, list), "designed": dict,
+                  "search": dict}
 
 
 def now() -> str:
@@ -89,10 +91,11 @@ def provenance(command, **settings) -> dict:
             "dependencies": dependency_versions()}
 
 
-def run_metadata(context, command) -> dict:
-    """What a run's verdicts depend on and where they were made (``verdicts.json``'s ``metadata``)."""
+def run_metadata(context, command, search: dict | None = None) -> dict:
+    """What a run's verdicts depend on and where they were made (``verdicts.json``'s ``metadata``);
+    ``search``: the search each claim with a domain got (:class:`cflbounds.falsify.judge.SearchPlan`)."""
     return provenance(command, scale=context.scale, seed=context.seed, device=context.device,
-                      executor=context.executor)
+                      executor=context.executor, search=search)
 
 
 def _problem(path: Path, what: str) -> InvalidParameterError:
@@ -167,7 +170,8 @@ class RunRecord:
         self.verdicts = {entry["id"]: entry for entry in verdicts}
 
     @classmethod
-    def open(cls, context, *, resume: bool = False, command=(), option: str = "--out") -> "RunRecord":
+    def open(cls, context, *, resume: bool = False, command=(), option: str = "--out",
+             search: dict | None = None) -> "RunRecord":
         """Open the run directory ``context.workdir`` for a run of ``context``'s settings,
         before any work: it must be a writable directory (created if missing; ``option``
         names it in errors) holding no earlier run, or with ``resume`` an earlier run made
@@ -177,7 +181,7 @@ class RunRecord:
         if context.workdir is None:
             raise InvalidParameterError(f"The '{option}' option must name a directory. Got None instead.")
         directory = writable_directory(context.workdir, option)
-        metadata, path = run_metadata(context, command), directory / RECORD_NAME
+        metadata, path = run_metadata(context, command, search), directory / RECORD_NAME
         if not path.exists():
             record = cls(directory, metadata, [])
         elif not resume:

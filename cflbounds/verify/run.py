@@ -45,10 +45,14 @@ def expand_claim_ids(ids, among: list[str] | None = None, kind: str = "implement
     return expanded
 
 
-def _check(claim_id: str, context: VerifyContext, raise_errors: bool = False) -> tuple[Verdict, dict]:
+def _check(claim_id: str, context: VerifyContext, raise_errors: bool = False,
+           search: Callable | None = None) -> tuple[Verdict, dict]:
     """The verdict of one claim and the tables its check saved. A check that raises, or returns
     something other than a :class:`Verdict` of this claim, gives the verdict ``error``
-    (:func:`error_verdict`) and no tables, unless ``raise_errors``: then the exception goes on."""
+    (:func:`error_verdict`) and no tables, unless ``raise_errors``: then the exception goes on.
+    ``search(claim, verdict, context, raise_errors)``, when given, may then search the claim's
+    domain and return the final verdict (:mod:`cflbounds.falsify.judge`: the engine does not
+    know how a search is done, only when it runs)."""
     claim = get_claim(claim_id)
     if claim.check is None:
         return Verdict(claim_id, "not-implemented", {}, context.seed, 0, 0.0,
@@ -63,6 +67,8 @@ def _check(claim_id: str, context: VerifyContext, raise_errors: bool = False) ->
                 raise mark_raised(error, claim_id)
             context.discard_tables()
             verdict = error_verdict(claim, context, error)
+    if search is not None:
+        verdict = search(claim, verdict, context, raise_errors)
     verdict.statement, verdict.scale = claim.statement, context.scale
     verdict.seconds = time.perf_counter() - started
     return verdict, tables
@@ -104,21 +110,21 @@ def _frames(error: BaseException) -> list:
     return frames
 
 
-def _check_on_worker(claim_id: str, scale: str, seed: int, device: str,
-                     raise_errors: bool = False) -> tuple[Verdict, dict]:
-    """One claim's check as a Ray task: its sweeps run as tasks of their own, and nothing is
-    written on the worker's disk (no run directory: the driver writes what comes back)."""
+def _check_on_worker(claim_id: str, scale: str, seed: int, device: str, raise_errors: bool = False,
+                     search: Callable | None = None) -> tuple[Verdict, dict]:
+    """One claim's check (and search) as a Ray task: its sweeps run as tasks of their own, and
+    nothing is written on the worker's disk (no run directory: the driver writes what comes back)."""
     return _check(claim_id, VerifyContext(scale=scale, seed=seed, device=device, executor="ray", progress=False),
-                  raise_errors)
+                  raise_errors, search)
 
 
-def _checks_on_ray(todo: list[str], context: VerifyContext, display: RunDisplay, raise_errors: bool):
+def _checks_on_ray(todo: list[str], context: VerifyContext, display: RunDisplay, raise_errors: bool, search):
     """Every claim of ``todo`` as a Ray task at once; ``(claim ID, verdict, tables)`` as each finishes."""
     from ..sweeps.ray_cluster import as_finished, connect, submitter
 
     ray = connect()
     submit = submitter(ray, _check_on_worker, context.device)
-    futures = {submit(claim_id, context.scale, context.seed, context.device, raise_errors): claim_id
+    futures = {submit(claim_id, context.scale, context.seed, context.device, raise_errors, search): claim_id
                for claim_id in todo}
     display.claims_scheduled(todo)
     for claim_id, (verdict, tables) in as_finished(ray, futures):
@@ -126,16 +132,17 @@ def _checks_on_ray(todo: list[str], context: VerifyContext, display: RunDisplay,
         yield claim_id, verdict, tables
 
 
-def _checks_here(todo: list[str], context: VerifyContext, display: RunDisplay, raise_errors: bool):
+def _checks_here(todo: list[str], context: VerifyContext, display: RunDisplay, raise_errors: bool, search):
     """The claims of ``todo`` one after the other in this process; ``(claim ID, verdict, tables)`` each."""
     for claim_id in todo:
         display.claim_started(claim_id)
-        yield claim_id, *_check(claim_id, context, raise_errors)
+        yield claim_id, *_check(claim_id, context, raise_errors, search)
 
 
 def verify_claims(ids=None, context: VerifyContext | None = None, *, skip=(),
                   on_verdict: Callable[[Verdict, dict], None] | None = None,
-                  display: RunDisplay | None = None, raise_errors: bool = False) -> list[Verdict]:
+                  display: RunDisplay | None = None, raise_errors: bool = False,
+                  search: Callable | None = None) -> list[Verdict]:
     """Check each claim (all implemented ones if ``ids`` is empty) and return their verdicts in
     the given order; ``ids`` may hold patterns such as ``MGD.*`` (:func:`expand_claim_ids`).
 
@@ -148,7 +155,9 @@ def verify_claims(ids=None, context: VerifyContext | None = None, *, skip=(),
     they finish (and reach ``on_verdict``) in any order; their checks are the same as here, and
     so are their verdicts. A claim's check that raises gives that claim the verdict ``error``
     (:func:`error_verdict`) and the others run on, on either executor; with ``raise_errors``
-    the first such exception stops the run instead (``verify --raise``).
+    the first such exception stops the run instead (``verify --raise``). ``search``: called
+    after each claim's check to search its domain and give the final verdict
+    (:class:`cflbounds.falsify.judge.SearchPlan`; None: the designed experiment alone).
     """
     context = context or VerifyContext()
     ids = implemented_claims() if not ids else expand_claim_ids(ids)  # validated before any work starts
@@ -164,7 +173,7 @@ def verify_claims(ids=None, context: VerifyContext | None = None, *, skip=(),
     verdicts = {}
     checks = _checks_on_ray if context.executor == "ray" else _checks_here
     try:
-        for claim_id, verdict, tables in checks(todo, context, display, raise_errors):
+        for claim_id, verdict, tables in checks(todo, context, display, raise_errors, search):
             if on_verdict is not None:
                 on_verdict(verdict, tables)
             display.claim_finished(verdict)
@@ -186,7 +195,10 @@ def verify_claims(ids=None, context: VerifyContext | None = None, *, skip=(),
 })
 def verify(claim_id: str, *, scale: str = "default", seed: int = 0, device: str = "auto",
            executor: str = "local", progress: bool | None = False) -> Verdict:
-    """Check one claim and return its :class:`Verdict` (the Python form of ``cflbounds verify ID``).
+    """Check one claim on its designed experiment and return that :class:`Verdict`.
+
+    ``cflbounds verify ID`` also searches a claim that declares a domain, and its final verdict
+    is the stronger of the two findings: :func:`cflbounds.falsify.judge` is its Python form.
 
     >>> from cflbounds.verify import verify, assert_claim
     >>> assert_claim(verify("IFCA.T1", scale="smoke"))  # doctest: +SKIP

@@ -74,7 +74,10 @@ class Verdict:
     figures for the report, a list of specs (``{"kind", "x", "series": [{"label", "y", "low",
     "high", "group"}], "xlabel", "ylabel", "logx", "logy", "ylim", "reference", "title"}``, see
     :func:`cflbounds.reports.figures.plot_from_spec`), the one that decided the verdict first;
-    ``details`` strings (protocol variant, regime, notes).
+    ``details`` strings (protocol variant, regime, notes). When ``verify`` also searched the
+    claim's domain (:mod:`cflbounds.falsify.judge`), ``designed`` holds the designed
+    experiment's own ``verdict`` and ``summary`` and ``search`` what the search found (outcome,
+    best ratio, evaluations, counterexample, confirmation, coverage); both are empty otherwise.
     """
 
     id: str
@@ -90,6 +93,8 @@ class Verdict:
     plot: list = field(default_factory=list)
     details: dict = field(default_factory=dict)
     seconds: float = 0.0
+    designed: dict = field(default_factory=dict)
+    search: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:
