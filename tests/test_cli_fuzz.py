@@ -54,7 +54,8 @@ SWEEP_VALUED = ["--panel", "--variant", "--k", "--m", "--n", "--d", "--r", "--si
                 "--iterations", "--dtype", "--seed", "--executor", "--address", "--device", "--threads"]
 SWEEP_FLAGS = ["--shared-inits", "--resume"]
 # verify's --out validation is another change (merged separately): verify always gets a fresh --out here
-VERIFY_VALUED = ["--scale", "--device", "--executor", "--address", "--seed", "--threads"]
+VERIFY_VALUED = ["--scale", "--device", "--executor", "--address", "--seed", "--threads", "--search",
+                 "--search-evaluations"]
 VERIFY_FLAGS = ["--json", "--strict", "--raise"]
 
 
@@ -86,7 +87,7 @@ def heavy(monkeypatch, tmp_path) -> list[str]:
         calls.append("run_cells")
         return {"computed": len(cell_list), "skipped": 0, "runs": 0, "seconds": 0.0}
 
-    def check(claim_id, context, raise_errors=False):
+    def check(claim_id, context, raise_errors=False, search=None):
         calls.append("check")
         return Verdict(claim_id, "holds", {}, context.seed, 1, 0.95), {}
 

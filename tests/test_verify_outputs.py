@@ -159,8 +159,9 @@ def test_resume_refuses_another_version_or_device(capsys, finished_run, no_work,
 
 def test_resume_settings_are_the_ones_that_decide_results():
     """Threads and the executor do not change a verdict (DESIGN.md, Determinism), so a run may
-    be resumed with other values; what does is compared."""
-    assert set(RESUME_SETTINGS) == {"cflbounds", "scale", "seed", "device"}
+    be resumed with other values; what does is compared (the search a claim with a domain got
+    among it: tests/test_judge.py)."""
+    assert set(RESUME_SETTINGS) == {"cflbounds", "scale", "seed", "device", "search"}
 
 
 def test_resume_refuses_a_broken_verdicts_file_naming_it(capsys, finished_run, no_work):
