@@ -39,7 +39,8 @@ def pep_cache(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def context(pep_cache):
-    return VerifyContext(scale="smoke", seed=SEED, device="cpu")
+    return VerifyContext(scale="smoke", seed=SEED, device="cpu",
+                         package="cflbounds")  # the checks called directly share the papers' experiments
 
 
 @pytest.fixture(scope="module")
@@ -209,7 +210,7 @@ def test_ma_checks_eq16_one_step_at_a_time(verdicts):
 
 def test_planted_one_step_violation_of_eq16_is_flagged(context, verdicts, monkeypatch):
     # one measured error pushed above the recursion's right side (an increase by 10x) must be caught
-    key = ("mgd-ma", "smoke")
+    key = ("cflbounds", ("mgd-ma", "smoke"))  # shared experiments are keyed by the declaring package
     family, errors = context.cache[key]
     planted = errors.copy()
     planted[0, 30] = 10 * planted[0, 29]
@@ -225,7 +226,7 @@ def test_checks_save_their_tables(context, verdicts):
 
 # -- planted errors ------------------------------------------------------------------------------
 def test_planted_small_lemma1_constant_is_violated_and_the_smallest_allowed_is_reported(context, verdicts):
-    table = context.cache[("mgd-l1", "smoke")]
+    table = context.cache[("cflbounds", ("mgd-l1", "smoke"))]
     verdict, evidence, _ = judge_lemma1(table)
     assert verdict == "holds"
     allowed = evidence["smallest_constant_allowed"]
@@ -241,7 +242,7 @@ def test_planted_small_lemma1_constant_is_violated_and_the_smallest_allowed_is_r
 
 def test_planted_lemma2_without_rho0_is_violated(context, verdicts, monkeypatch):
     # the contraction factor alone (rho0 = 0) fails for heavy ball: the measured one-step factor exceeds it
-    shared = {key: value for key, value in context.cache.items() if key[0] == "mgd-one-step"}
+    shared = {key: value for key, value in context.cache.items() if key[1][0] == "mgd-one-step"}
     for key, (table, rho0) in shared.items():
         planted = table.assign(rho0=0.0, bound=lambda t: bounds.contraction_factor(0.5, 1.0, 4.0) * t["before"])
         monkeypatch.setitem(context.cache, key, (planted, rho0))

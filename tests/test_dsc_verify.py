@@ -20,7 +20,8 @@ THEORY = ("DSC.T1", "DSC.E14", "DSC.A1-4")
 
 @pytest.fixture(scope="module")
 def context():
-    return VerifyContext(scale="smoke", seed=SEED, device="cpu")
+    return VerifyContext(scale="smoke", seed=SEED, device="cpu",
+                         package="cflbounds")  # the checks called directly share the papers' experiments
 
 
 @pytest.fixture(scope="module")

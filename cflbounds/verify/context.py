@@ -42,7 +42,8 @@ class VerifyContext:
     ``(cells done, cells to do)`` after each cell. ``tables`` collects the tidy result tables
     of every check; ``cache`` lets checks share an experiment; ``claim`` is the claim being
     checked and ``package`` the distribution that declared it (set by
-    :func:`cflbounds.verify.run.verify_claims`): the keys of :meth:`shared` and
+    :func:`cflbounds.verify.run.verify_claims` while it checks a claim; give ``package`` to call
+    a package's checks directly with its experiments shared): the keys of :meth:`shared` and
     :meth:`checkpoint` are the package's own, so two plugins that happen to pick one key never
     see each other's experiment.
     """
@@ -82,11 +83,12 @@ class VerifyContext:
     def checking(self, claim_id: str, package: str = ""):
         """While ``claim_id`` (declared by ``package``) is checked: its saved tables, as a dict
         filled as they come."""
+        outer = self.claim, self.package
         self.claim, self.package, self._claim_tables = claim_id, package, {}
         try:
             yield self._claim_tables
         finally:
-            self.claim, self.package = None, ""
+            self.claim, self.package = outer
 
     def discard_tables(self) -> None:
         """Forget the tables the current claim saved (its check failed: half a claim's tables
