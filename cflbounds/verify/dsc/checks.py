@@ -155,10 +155,10 @@ def _smallest(points, mask, prefix="smallest"):
     return {f"{prefix}_{name}": value for name, value in fields.items()}, {f"{prefix}_config": row["config"]}
 
 
-def _map_plot(experiment, config=None):
-    """The client map of one instance (of the configuration with most clients) coloured by
-    its two-stage groups, leaders as stars."""
-    name = config or max(experiment["maps"], key=lambda n: experiment["maps"][n][0].clients)
+def _map_plot(experiment, configs=None):
+    """The client map of one instance (of the configuration with most clients among
+    ``configs``, default all) coloured by its two-stage groups, leaders as stars."""
+    name = max(configs or experiment["maps"], key=lambda n: experiment["maps"][n][0].clients)
     layout, grouping = experiment["maps"][name]
     positions, group, leader = layout.positions[0], grouping.group[0], grouping.leader[0]
     series = [{"label": f"group {g + 1}" + (f" (primary {grouping.primary[0][group == g][0] + 1})"),
@@ -262,7 +262,7 @@ def check_t1(ctx: VerifyContext) -> Verdict:
     return Verdict(
         "DSC.T1", verdict, evidence, ctx.seed, len(all_points) * evidence["repetitions"], CONFIDENCE, summary,
         assumptions=[r.as_dict() for r in _assumption_rows(points if len(points) else all_points)],
-        plot=[_bound_plot(all_points, T), _map_plot(experiment)],
+        plot=[_bound_plot(all_points, T), _map_plot(experiment, sorted(set(points["config"])))],  # a judged instance
         details={"reading": "time index read as T (the printed reading, one exponent T for every t+1 <= T, is "
                             "counted in printed_reading_violated); bound at the larger of (L, mu) exact for F and "
                             "(max_k L_k, min_k mu_k); A in the summary from the exact (L, mu); delta^2 = sup over the "
