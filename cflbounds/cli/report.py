@@ -1,4 +1,4 @@
-"""``cflbounds report``: (re)build the PDF and figures from stored results."""
+"""``cflbounds report``: (re)build the PDF, the HTML report and figures from stored results."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -16,5 +16,5 @@ def run(args) -> int:
     from ..reports.outputs import rebuild_report
 
     paths = rebuild_report(args.directory)
-    print(f"report: {paths['report']}")
+    print(f"report: {paths['report']}" + (f"\n        {paths['html']}" if paths.get("html") else ""))
     return 0

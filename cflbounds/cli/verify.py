@@ -138,7 +138,8 @@ def run(args) -> int:
         print(table(["claim", "verdict", "trials", "seconds", "summary"],
                     [[v["id"], v["verdict"], v["trials"], f"{v['seconds']:.1f}", v["summary"]] for v in verdicts],
                     width=160))
-        print(f"\nverdicts: {record.path}\nreport:   {report}\ntables:   {record.directory / 'tables'}")
+        print(f"\nverdicts: {record.path}\nreport:   {report}\n          {report.with_name('report.html')}\n"
+              f"tables:   {record.directory / 'tables'}")
     errors = [v for v in verdicts if v["verdict"] == "error"]
     for verdict in errors:
         print(f"cflbounds: {verdict['id']}: error: {verdict['summary']} (traceback: {record.path}, its details; "

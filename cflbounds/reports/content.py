@@ -22,7 +22,7 @@ from ..verify.verdict import figure_specs
 from .figures import has_plot_content, single_value
 
 __all__ = ["VERDICT_COLORS", "VERDICT_ORDER", "Paragraph", "Code", "Plot", "Table", "ClaimEntry", "ClaimLine",
-           "RunSummary", "claim_entry", "run_summary", "format_value", "anchor", "verify_command"]
+           "RunSummary", "claim_entry", "entries_of", "run_summary", "format_value", "anchor", "verify_command"]
 
 VERDICT_COLORS = {
     "holds": "#8fd19e",
@@ -40,7 +40,7 @@ VERDICT_COLORS = {
 VERDICT_ORDER = ("error", "violated", "rate-inconsistent", "vacuous", "unsatisfiable", "inconclusive", "holds",
                  "rate-consistent", "no counterexample found", "not-implemented")
 ESSENTIAL_ASSUMPTIONS = 3  # assumption rows always shown: every failing one, then the tightest up to this many
-ESSENTIAL_EVIDENCE = 36  # evidence always shown: the claim's first quantities (it lists the deciding ones first)
+ESSENTIAL_EVIDENCE = 24  # evidence always shown: the claim's first quantities (it lists the deciding ones first)
 _COMMAND_DETAILS = ("replay",)  # details that are commands: shown as code, not as a table cell
 
 
@@ -323,3 +323,11 @@ def claim_entry(verdict: dict, *, reproduce: str | None = None) -> ClaimEntry:
                             [0.22, 0.78], optional=True))
     return ClaimEntry(str(verdict.get("id", "")), str(verdict.get("verdict", "")), anchor(verdict.get("id", "")),
                       _facts(verdict), reproduce or "", blocks)
+
+
+def entries_of(verdicts: list[dict], metadata: dict | None = None, reproduce=None) -> list[ClaimEntry]:
+    """The claim entries of ``verdicts`` in their order; ``reproduce(verdict)`` gives a
+    claim's command (default: :func:`verify_command` on the run's device)."""
+    device = (metadata or {}).get("device")
+    reproduce = reproduce or (lambda verdict: verify_command(verdict, device))
+    return [claim_entry(v, reproduce=reproduce(v)) for v in verdicts]

@@ -5,8 +5,9 @@ What a page holds is decided in :mod:`.content`; this module lays it out. Pages 
 ``Figure`` objects filled top to bottom by ``_Flow``: text is wrapped to the page width, and a
 block or table row that does not fit moves to a continuation page (tables repeat their
 header there). A figure is drawn at its printed size (:mod:`._fitting`). A claim gets at most
-about 1.2 pages (:data:`BUDGET`): its essential blocks always, its optional ones (further
-figures, notes) only where they fit on a page it has anyway, within the budget, and a line
+about 1.2 pages (:data:`BUDGET`): its essential blocks always, then its optional ones (further
+figures, the rest of the evidence, notes) only where they fit on a page it has anyway,
+within the budget, and a line
 naming what was left to the HTML report; a
 claim that takes more than a page is laid out again, compact (smaller figures, the evidence
 three pairs to a row), and printed so if that fits one page. Extra figures (IFCA.F2's Fig. 2 panels) become a page
@@ -27,9 +28,9 @@ from matplotlib.patches import Rectangle
 from .. import __version__
 from ._fitting import data_height, draw_fitted, place
 from ._text import one_line, text_width, wrap, wrap_code
-from .content import VERDICT_COLORS, Code, Paragraph, Plot, Table, claim_entry, run_summary, verify_command
+from .content import VERDICT_COLORS, Code, Paragraph, Plot, Table, entries_of, run_summary
 
-__all__ = ["build_report", "report_pages", "entries_of", "VERDICT_COLORS"]
+__all__ = ["build_report", "report_pages", "VERDICT_COLORS"]
 
 PAGE_WIDTH, PAGE_HEIGHT = 8.27, 11.69  # A4 portrait, inches
 MARGIN = 0.6
@@ -39,6 +40,8 @@ LEADING = 1.35  # line height in font sizes
 PAD = 0.03  # cell padding, inches
 BUDGET = 1.2  # pages a claim may take (its essential blocks may take more)
 CODE_FONTSIZE = 7.5
+NOTE_ROOM = 0.3  # inches kept under a claim's optional blocks for the line naming what was left out
+COMPACT_FIGURE = 0.7  # a compact page's figures: this share of their height
 LONG_TABLE = 18  # a quantity-value table with more rows is printed three pairs to a row
 _STYLE = {"lead": {"fontsize": 10}, "body": {"fontsize": 9.5}, "muted": {"fontsize": 8.5, "color": "0.35"}}
 
@@ -133,7 +136,7 @@ class _Flow:
     def plot(self, spec: dict) -> None:
         """A figure spec at its printed size (:func:`._fitting.draw_fitted`), moved below the
         page's last block, or onto a new page when it does not fit there."""
-        scale = 0.75 if self.compact else 1.0
+        scale = COMPACT_FIGURE if self.compact else 1.0
         ax, below, above = draw_fitted(self.pages[-1], spec, MARGIN, TEXT_WIDTH, MARGIN, scale)
         height = data_height(spec, scale)
         if not self.fits(above + height + below):
@@ -203,7 +206,7 @@ class _Flow:
             if block.title:
                 self.heading(block.title, room=0.6)
             self.table(*_folded(block, 3 if self.compact or len(block.rows) > LONG_TABLE else 2),
-                       fontsize=7.5 if self.compact else 8)
+                       fontsize=7 if self.compact else 8)
         else:
             raise TypeError(f"unknown report block {type(block).__name__}")
 
@@ -224,7 +227,7 @@ def _least_height(block, compact: bool) -> float:
     """Inches a block takes at the least: a figure its data area and a line of labels, a table
     its heading, header and a row, text its heading and a line."""
     if isinstance(block, Plot):
-        return data_height(block.spec, 0.75 if compact else 1.0) + 0.5
+        return data_height(block.spec, COMPACT_FIGURE if compact else 1.0) + 0.5
     return 0.6 if isinstance(block, Table) else 0.35
 
 
@@ -253,13 +256,14 @@ def _claim_pages(entry, companion: str, compact: bool = False) -> list[Figure]:
     if entry.reproduce:
         flow.code(f"reproduce: {entry.reproduce}")
     left_out = []
-    for block in entry.blocks:
+    for block in sorted(entry.blocks, key=lambda block: block.optional):  # the essential first, each in order
         if block.optional and flow.used() + _least_height(block, compact) / TEXT_HEIGHT > BUDGET:
             left_out.append(block)  # cannot fit: not even drawn
             continue
         mark = flow.mark()
         flow.block(block)
-        if block.optional and (flow.used() > BUDGET or len(flow.pages) > mark[0]):  # no page for an extra alone
+        # no page opened for an extra block, and a line kept free for the note on what was left out
+        if block.optional and (flow.used() > BUDGET or len(flow.pages) > mark[0] or flow.top - NOTE_ROOM < MARGIN):
             flow.rollback(mark)
             left_out.append(block)
     if left_out:
@@ -324,14 +328,6 @@ def _number_pages(pages: list[Figure], title: str) -> None:
     for i, page in enumerate(pages, 1):
         page.text(PAGE_WIDTH / 2, 0.3, f"{one_line(title, TEXT_WIDTH - 1.5, 8)} · page {i} of {len(pages)}",
                   fontsize=8, color="0.4", ha="center", parse_math=False, transform=page.dpi_scale_trans)
-
-
-def entries_of(verdicts: list[dict], metadata: dict | None = None, reproduce=None) -> list:
-    """The claim entries of ``verdicts``; ``reproduce(verdict)`` gives a claim's command
-    (default: :func:`.content.verify_command` on the run's device)."""
-    device = (metadata or {}).get("device")
-    reproduce = reproduce or (lambda verdict: verify_command(verdict, device))
-    return [claim_entry(v, reproduce=reproduce(v)) for v in verdicts]
 
 
 def report_pages(verdicts: list[dict], title: str, generated: datetime, extra_figures=(), sections=(),

@@ -177,14 +177,16 @@ RATIO_RANGE = 1e4  # the figure's y axis spans bound / 1e4 to bound x 1e4; farth
 
 def _bound_plot(points, T):
     """Measured / bound at T against lambda / threshold, one series per configuration (the
-    heterogeneous-optima ones, outside A4, named as not judged). The axis is clipped to a
+    heterogeneous-optima ones, outside A4, named as not judged; the judged points violated at T
+    ringed). The axis is clipped to a
     factor RATIO_RANGE around the bound, which decides the verdict: runs that diverged
     (a non-finite mean) and ratios beyond the range are marked at its edges, counted."""
     final = points[points["t"] == T]
     final = final.assign(ratio=np.where(np.isfinite(final["measured"]), final["measured"] / final["bound"], np.inf))
     label = lambda config, rows: config if rows["within_a4"].all() else f"{config} (outside A4, not judged)"
     series = [{"label": label(config, rows), "x": (rows["step_size"] / rows["threshold"]).tolist(),
-               "y": rows["ratio"].tolist()} for config, rows in final.groupby("config", sort=False)]
+               "y": rows["ratio"].tolist(), "fails": (rows["within_a4"] & (rows["outcome"] == "violated")).tolist()}
+              for config, rows in final.groupby("config", sort=False)]
     return {"kind": "scatter", "logx": True, "logy": True, "series": series,
             "ylim": [1 / RATIO_RANGE, RATIO_RANGE], "nonfinite_label": "diverged",
             "reference": [{"y": 1.0, "label": "measured = bound"}, {"x": 1.0, "label": "eq. (14): A = 1"}],
