@@ -14,7 +14,7 @@ from __future__ import annotations
 import numbers
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -22,7 +22,7 @@ from ..verify.verdict import figure_specs
 from .figures import has_plot_content, single_value
 
 __all__ = ["VERDICT_COLORS", "VERDICT_ORDER", "Paragraph", "Code", "Plot", "Table", "ClaimEntry", "ClaimLine",
-           "RunSummary", "claim_entry", "entries_of", "run_summary", "format_value", "anchor", "verify_command"]
+           "RunSummary", "claim_entry", "entries_of", "with_evidence_shown", "run_summary", "format_value", "anchor", "verify_command"]
 
 VERDICT_COLORS = {
     "holds": "#8fd19e",
@@ -265,6 +265,28 @@ def _search_blocks(verdict: dict) -> list:
     return blocks
 
 
+def _evidence_blocks(rows: list, shown: int) -> list:
+    """The evidence: its first ``shown`` quantities (a claim lists the deciding ones first),
+    then the others as an optional table."""
+    blocks = [Table("Evidence", ["quantity", "value"], rows[:shown], [0.68, 0.32], pairs=True)] if rows else []
+    if len(rows) > shown:
+        blocks.append(Table(f"Evidence: the other {len(rows) - shown} quantities", ["quantity", "value"],
+                            rows[shown:], [0.68, 0.32], pairs=True, optional=True))
+    return blocks
+
+
+def with_evidence_shown(entry: ClaimEntry, shown: int) -> ClaimEntry:
+    """``entry`` with only the first ``shown`` evidence quantities essential (what a page with
+    little room prints; the others stay in the entry, optional)."""
+    evidence = [b for b in entry.blocks if isinstance(b, Table) and b.title.startswith("Evidence")]
+    if not evidence:
+        return entry
+    rows = [row for table in evidence for row in table.rows]
+    at = entry.blocks.index(evidence[0])
+    blocks = [b for b in entry.blocks if b not in evidence]
+    return replace(entry, blocks=blocks[:at] + _evidence_blocks(rows, shown) + blocks[at:])
+
+
 def _assumption_blocks(assumptions: list[dict]) -> list:
     """The assumption rows, failing first then by slack: those and the tightest up to
     :data:`ESSENTIAL_ASSUMPTIONS`, then the rest (optional)."""
@@ -308,12 +330,8 @@ def claim_entry(verdict: dict, *, reproduce: str | None = None) -> ClaimEntry:
     for key in _COMMAND_DETAILS:
         if details.get(key):
             blocks.append(Code(str(details[key]), title=key.capitalize()))
-    rows = [[str(name), format_value(value)] for name, value in (verdict.get("evidence") or {}).items()]
-    if rows:
-        blocks.append(Table("Evidence", ["quantity", "value"], rows[:ESSENTIAL_EVIDENCE], [0.68, 0.32], pairs=True))
-    if len(rows) > ESSENTIAL_EVIDENCE:
-        blocks.append(Table(f"Evidence: the other {len(rows) - ESSENTIAL_EVIDENCE} quantities", ["quantity", "value"],
-                            rows[ESSENTIAL_EVIDENCE:], [0.68, 0.32], pairs=True, optional=True))
+    blocks += _evidence_blocks([[str(name), format_value(value)]
+                                for name, value in (verdict.get("evidence") or {}).items()], ESSENTIAL_EVIDENCE)
     blocks += _assumption_blocks(verdict.get("assumptions") or [])
     blocks += [b for b in figures if b.optional]
     notes = {key: value for key, value in details.items()

@@ -392,10 +392,13 @@ def success_probability_figure(table: pd.DataFrame, x: str, group: str, confiden
         ax.margins(x=0.08)
         ax.grid(alpha=0.3)
         legend_below(ax, *ax.get_legend_handles_labels())
+    # inside another figure (the report's Fig. 2 page) panels may be low: the interval goes to the title
+    inside = figure is not None
+    interval = f"{confidence:.0%} Clopper–Pearson"
     for ax in axes[::ncols]:
-        ax.set_ylabel(f"success probability\n({confidence:.0%} Clopper–Pearson)")
+        ax.set_ylabel("success probability" if inside else f"success probability\n({interval})")
     for ax in axes[len(panels):]:  # an odd panel's empty neighbour
         ax.remove()
-    if title:
-        fig.suptitle(safe_label(title), fontsize=TITLE_FONTSIZE)
+    if title or inside:
+        fig.suptitle(safe_label(f"{title or ''} ({interval} intervals)" if inside else title), fontsize=TITLE_FONTSIZE)
     return fig

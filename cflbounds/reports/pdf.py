@@ -10,7 +10,9 @@ figures, the rest of the evidence, notes) only where they fit on a page it has a
 within the budget, and a line
 naming what was left to the HTML report; a
 claim that takes more than a page is laid out again, compact (smaller figures, the evidence
-three pairs to a row), and printed so if that fits one page. Extra figures (IFCA.F2's Fig. 2 panels) become a page
+three pairs to a row), and printed so if that fits one page; one that still spills a little
+onto a second page prints fewer evidence quantities (the others go to the HTML report) rather
+than leave a near-empty page. Extra figures (IFCA.F2's Fig. 2 panels) become a page
 after their claim. No pyplot state and no LaTeX are used.
 """
 from __future__ import annotations
@@ -28,7 +30,7 @@ from matplotlib.patches import Rectangle
 from .. import __version__
 from ._fitting import data_height, draw_fitted, place
 from ._text import one_line, text_width, wrap, wrap_code
-from .content import VERDICT_COLORS, Code, Paragraph, Plot, Table, entries_of, run_summary
+from .content import VERDICT_COLORS, Code, Paragraph, Plot, Table, entries_of, run_summary, with_evidence_shown
 
 __all__ = ["build_report", "report_pages", "VERDICT_COLORS"]
 
@@ -40,6 +42,8 @@ LEADING = 1.35  # line height in font sizes
 PAD = 0.03  # cell padding, inches
 BUDGET = 1.2  # pages a claim may take (its essential blocks may take more)
 CODE_FONTSIZE = 7.5
+SPILL = 0.3  # a second page holding less than this share of a text area is a spill: the evidence is shortened
+MIN_EVIDENCE = 9  # evidence quantities kept however little room a page has
 NOTE_ROOM = 0.3  # inches kept under a claim's optional blocks for the line naming what was left out
 COMPACT_FIGURE = 0.7  # a compact page's figures: this share of their height
 LONG_TABLE = 18  # a quantity-value table with more rows is printed three pairs to a row
@@ -273,6 +277,12 @@ def _claim_pages(entry, companion: str, compact: bool = False) -> list[Figure]:
         compacted = _claim_pages(entry, companion, compact=True)
         if len(compacted) < len(flow.pages):
             return compacted
+        evidence = next((b for b in entry.blocks if isinstance(b, Table) and b.title == "Evidence"), None)
+        if len(flow.pages) == 2 and flow.used() % 1 < SPILL and evidence is not None:
+            for shown in range(len(evidence.rows) - 3, MIN_EVIDENCE - 1, -3):  # a compact row holds three
+                trimmed = _claim_pages(with_evidence_shown(entry, shown), companion, compact=True)
+                if len(trimmed) == 1:
+                    return trimmed
     return flow.pages
 
 
