@@ -7,7 +7,7 @@ __all__ = ["add_parser", "run"]
 
 
 def add_parser(commands) -> None:
-    report = commands.add_parser("report", allow_abbrev=False, help="(re)build the PDF and figures from stored results")
+    report = commands.add_parser("report", allow_abbrev=False, help="(re)build the PDF, the HTML report and figures from stored results")
     report.add_argument("directory", type=Path, metavar="DIR",
                         help="a verify run directory (its verdicts.json is checked first) or a sweep store")
 

@@ -71,7 +71,7 @@ def add_parser(commands) -> None:
                         help="root seed, a non-negative int: every trial's seed is spawned from it, so the same "
                              "seed, scale, device and version give the same verdicts (default: 0)")
     verify.add_argument("--out", metavar="DIR",
-                        help="run directory for verdicts.json, tables/, report.pdf (default: reports/<date-time>/); "
+                        help="run directory for verdicts.json, tables/, report.pdf, report.html (default: reports/<date-time>/); "
                              "checked to be a writable directory before any work, and refused if it holds an "
                              "earlier run unless --resume is given")
     verify.add_argument("--resume", action="store_true",

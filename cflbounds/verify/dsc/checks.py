@@ -375,13 +375,14 @@ def check_e14(ctx: VerifyContext) -> Verdict:
 
 def _e14_plot(table):
     """Each (instance, step size) at (lambda / threshold, lambda L/2), by measured outcome: a
-    cell that diverges left of the threshold line violates the claim."""
+    cell that diverges left of the threshold line violates the claim (ringed)."""
     series = []
     for measured, marker in (("converges", "o"), ("diverges", "X"), ("inconclusive", "s")):
         rows = table[table["measured"] == measured]
         if len(rows):
             series.append({"label": f"measured: {measured}", "x": (rows["step_size"] / rows["threshold"]).tolist(),
-                           "y": (rows["step_size"] * rows["L_exact"] / 2).tolist(), "marker": marker})
+                           "y": (rows["step_size"] * rows["L_exact"] / 2).tolist(), "marker": marker,
+                           "fails": (rows["disagreement"] == "A<1 but diverges").tolist()})  # what the verdict counts
     return {"kind": "scatter", "logx": True, "logy": True, "series": series,
             "reference": [{"x": 1.0, "label": "eq. (14): A = 1"}, {"y": 1.0, "label": "lambda = 2/L"}],
             "xlabel": "lambda / eq. (14) threshold (A < 1 left of 1)", "ylabel": "lambda L / 2 (GD stable below 1)",
