@@ -40,8 +40,8 @@ section.claim{border-top:3px solid #ddd;margin-top:2rem;padding-top:.8rem}
 pre{background:#f0f0f0;padding:.5rem .7rem;overflow-x:auto;font-size:.8rem;margin:.3rem 0}
 .command{display:flex;gap:.5rem;align-items:flex-start}.command pre{flex:1;margin:.2rem 0}
 button.copy{font-size:.8rem;margin-top:.25rem}
-figure{margin:.6rem 0}figure svg{max-width:100%;height:auto}figcaption{font-weight:600;font-size:.9rem}
-.filters{margin:.6rem 0;font-size:.9rem}.filters label{margin-right:1rem}
+figure{margin:.6rem 0}figure svg{width:100%;height:auto}figcaption{font-weight:600;font-size:.9rem}
+.filters{margin:.6rem 0;font-size:.9rem}.filters label{margin-right:1rem}#verdicts td:nth-child(3){white-space:nowrap}
 """
 
 _SCRIPT = """
