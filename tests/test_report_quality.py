@@ -30,7 +30,9 @@ from cflbounds.verify.verdict import figure_specs
 # one claim per kind of figure the papers draw (see the module docstring)
 REPRESENTATIVE = ("IFCA.A1", "IFCA.A3-6", "IFCA.T1", "IFCA.F2", "IFCA.TAB1", "FC.H", "FC.T1", "DSC.T1", "DSC.E14",
                   "LCFL.E9")
-NEAR_EMPTY = 0.12  # a page whose ink reaches less than this share down its text area is near-empty
+# a page whose ink reaches less than this share down its text area is near-empty: the old report's nine
+# such pages reached 0.06 to 0.27, the redesigned report's pages reach 0.6 and more (smoke run, 2026-11-28)
+NEAR_EMPTY = 0.3
 SEED = 0
 
 
@@ -173,11 +175,13 @@ def test_no_page_of_the_report_is_near_empty(smoke_run, tmp_path):
     path = build_report(verdicts, tmp_path / "report.pdf", extra_figures=extra, metadata={"scale": "smoke"})
     depths = _ink_depths(path)
     assert len(depths) <= 1 + 1.2 * len(verdicts) + 1  # page 1, about 1.2 pages a claim, one Fig. 2 page
-    assert min(depths) >= NEAR_EMPTY, [f"page {i}: {d:.2f}" for i, d in enumerate(depths, 1) if d < NEAR_EMPTY]
+    # page 1 is as long as the run's list of claims (ten lines here): the claims' pages are judged
+    short = [f"page {i}: {d:.2f}" for i, d in enumerate(depths[1:], 2) if d < NEAR_EMPTY]
+    assert not short, short
 
 
 def test_a_near_empty_page_is_seen(tmp_path):
-    """The measure fails where it should: a claim page holding one line."""
+    """The measure fails where it should: a claim page holding three lines."""
     verdict = {"id": "X.T1", "verdict": "holds", "evidence": {}, "seed": 0, "trials": 1, "confidence": 1.0}
     path = build_report([verdict], tmp_path / "report.pdf")
     assert _ink_depths(path)[1] < NEAR_EMPTY

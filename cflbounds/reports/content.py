@@ -22,7 +22,8 @@ from ..verify.verdict import figure_specs
 from .figures import has_plot_content, single_value
 
 __all__ = ["VERDICT_COLORS", "VERDICT_ORDER", "Paragraph", "Code", "Plot", "Table", "ClaimEntry", "ClaimLine",
-           "RunSummary", "claim_entry", "entries_of", "with_evidence_shown", "run_summary", "format_value", "anchor", "verify_command"]
+           "RunSummary", "claim_entry", "entries_of", "with_evidence_shown", "run_summary", "format_value", "anchor",
+           "verify_command"]
 
 VERDICT_COLORS = {
     "holds": "#8fd19e",
@@ -343,9 +344,8 @@ def claim_entry(verdict: dict, *, reproduce: str | None = None) -> ClaimEntry:
                       _facts(verdict), reproduce or "", blocks)
 
 
-def entries_of(verdicts: list[dict], metadata: dict | None = None, reproduce=None) -> list[ClaimEntry]:
+def entries_of(verdicts: list[dict], reproduce=None) -> list[ClaimEntry]:
     """The claim entries of ``verdicts`` in their order; ``reproduce(verdict)`` gives a
-    claim's command (default: :func:`verify_command` on the run's device)."""
-    device = (metadata or {}).get("device")
-    reproduce = reproduce or (lambda verdict: verify_command(verdict, device))
-    return [claim_entry(v, reproduce=reproduce(v)) for v in verdicts]
+    claim's command (none without it: a verify run passes :func:`verify_command`, a falsify
+    run its own)."""
+    return [claim_entry(v, reproduce=reproduce(v) if reproduce else None) for v in verdicts]

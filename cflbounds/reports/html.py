@@ -209,7 +209,7 @@ def html_report(verdicts: list[dict], title: str, generated: datetime, extra_fig
              f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>")
     _summary(page, run_summary(verdicts, title, metadata, generated), sections)
     page.add("<main>")
-    for entry in entries_of(verdicts, metadata, reproduce):
+    for entry in entries_of(verdicts, reproduce):
         paper = entry.id.split(".")[0]
         page.add(f'<section class="claim" id="{escape(entry.anchor)}" data-paper="{escape(paper)}" '
                  f'data-verdict="{escape(entry.verdict)}"><h2>{escape(entry.id)} {_chip(entry.verdict, entry.verdict)}'

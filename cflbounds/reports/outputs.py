@@ -19,6 +19,7 @@ from ..verify.record import RECORD_NAME, read_record
 from ..verify.stats import clopper_pearson
 from matplotlib.figure import Figure
 
+from .content import verify_command
 from .figures import success_probability_figure
 from .html import build_html
 from .pdf import build_report
@@ -40,7 +41,8 @@ def _fig2_parts(runs: pd.DataFrame):
             for r, subset in ([(None, panels)] if noise else panels.groupby("r")):
                 if subset.empty:
                     continue
-                yield f"IFCA Fig. 2 ({variant}): success probability vs {x}" + (f", r = {r:g}" if r else ""), subset, x, group
+                title = f"IFCA Fig. 2 ({variant}): success probability vs {x}" + (f", r = {r:g}" if r else "")
+                yield title, subset, x, group
 
 
 def fig2_figures(runs: pd.DataFrame) -> list[tuple[str, object]]:
@@ -54,7 +56,8 @@ def fig2_page(runs: pd.DataFrame) -> tuple[str, Figure]:
     """Every Fig. 2-style figure of the runs on one figure, its parts one above the other and
     their rows of panels as high as one page allows (the report's one page after IFCA.F2)."""
     parts = list(_fig2_parts(runs))
-    rows = [-(-len(subset.groupby([c for c in ("panel", "k") if c in subset.columns])) // 2) for _, subset, _, _ in parts]
+    panels = [subset.groupby([c for c in ("panel", "k") if c in subset.columns]).ngroups for _, subset, _, _ in parts]
+    rows = [-(-count // 2) for count in panels]  # two panels to a row
     row = min(FIG2_ROW, (FIG2_ROOM - 0.35 * len(parts)) / max(sum(rows), 1))
     figure = Figure(figsize=(7.0, sum(rows) * row + 0.35 * len(parts)), layout="constrained")
     for sub, (title, subset, x, group) in zip(figure.subfigures(len(parts), 1, height_ratios=rows, squeeze=False)[:, 0],
@@ -77,7 +80,9 @@ def write_report(directory) -> Path:
     def extra() -> list:  # fresh figures for each report: the PDF makes its figures pages
         return [(*fig2_page(runs), "IFCA.F2")] if runs is not None else []
 
-    options = {"title": "cflbounds verify", "metadata": record["metadata"]}
+    device = record["metadata"].get("device")
+    options = {"title": "cflbounds verify", "metadata": record["metadata"],
+               "reproduce": lambda verdict: verify_command(verdict, device)}
     atomic_write(directory / "report.html",
                  lambda temporary: build_html(record["verdicts"], temporary, extra_figures=extra(), **options))
     return atomic_write(directory / "report.pdf",

@@ -350,7 +350,7 @@ def report_pages(verdicts: list[dict], title: str, generated: datetime, extra_fi
         owner = claim[0] if claim and claim[0] in ids else None
         after.setdefault(owner, []).append(_figure_page(figure, figure_title, owner))
     claims, starts = [], {}
-    for entry in entries_of(verdicts, metadata, reproduce):
+    for entry in entries_of(verdicts, reproduce):
         starts[entry.id] = len(claims)
         claims += _claim_pages(entry, companion) + after.pop(entry.id, [])
     claims += after.pop(None, [])
@@ -370,8 +370,9 @@ def build_report(verdicts: list[dict], path, *, title: str = "cflbounds report",
     verdicts.json's, when given), the counts by verdict and one line per claim with the page
     it starts on; then ``sections``, each ``(heading, text, columns, rows, widths)``: a
     heading, a paragraph (or None) and a table whose column ``widths`` are shares of the text
-    width. Then each claim gets its page (:func:`_claim_pages`; ``reproduce(verdict)`` gives
-    its command, ``companion`` names the report that holds what a page leaves out). Each
+    width. Then each claim gets its page (:func:`_claim_pages`; ``reproduce(verdict)``, if
+    given, the command that checks it again; ``companion`` names the report that holds what a
+    page leaves out). Each
     ``(title, figure)`` or ``(title, figure, claim_id)`` of ``extra_figures`` becomes an A4
     page of its own, after the pages of claim ``claim_id`` when there is one in
     ``verdicts``, else at the end. Every page is numbered "page i of n". Returns the path.
