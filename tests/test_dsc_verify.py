@@ -63,12 +63,17 @@ def test_t1_figure_keeps_every_point_and_clips_at_the_bound_scale(verdicts, cont
     assert {"y": 1.0, "label": "measured = bound"} in spec["reference"]
 
 
-def test_client_map_figure(verdicts):
+def test_client_map_figure(verdicts, context):
+    """The map shows an instance the verdict judges (within A4), the one with most clients."""
     plots = verdicts["DSC.T1"].plot
     scatter = [p for p in plots if p["kind"] == "scatter" and p.get("equal")]
     assert scatter and any(s["label"] == "base station" for s in scatter[0]["series"])
     clients = sum(len(s["x"]) for s in scatter[0]["series"] if s["label"].startswith("group "))
-    assert clients == max(c.clients for c in EXPERIMENT["smoke"]["configs"])
+    points = context.tables["dsc_t1_points"]
+    judged = set(points.loc[points["within_a4"], "config"])
+    assert judged and "heterogeneous-optima" not in judged
+    assert clients == max(c.clients for c in EXPERIMENT["smoke"]["configs"] if c.name in judged)
+    assert not any(c.name in scatter[0]["title"] for c in EXPERIMENT["smoke"]["configs"] if c.name not in judged)
 
 
 def test_smallest_counterexample_reproduces_from_its_seed(verdicts, context):

@@ -18,8 +18,9 @@ from matplotlib.colors import to_rgba
 from cflbounds.reports import build_report, plot_from_spec, success_probability_figure
 from cflbounds.reports._text import text_width, wrap
 from cflbounds.reports.figures import renderer
-from cflbounds.reports.pdf import (MARGIN, PAGE_HEIGHT, PAGE_WIDTH, TEXT_WIDTH, _fmt, _summary_pages, _verdict_pages,
-                                   report_pages)
+from cflbounds.reports.content import claim_entry, format_value, run_summary
+from cflbounds.reports.pdf import MARGIN, PAGE_HEIGHT, PAGE_WIDTH, TEXT_WIDTH, _claim_pages, report_pages
+from cflbounds.reports.pdf import _summary_pages as _summary_pages_of
 from cflbounds.verify.stats import clopper_pearson
 from cflbounds.verify.verdict import Verdict, figure_specs
 
@@ -65,6 +66,15 @@ def huge_verdict() -> dict:
     return {**missing_verdict(), "statement": LONG * 12, "details": {"log": LONG * 40}}
 
 
+def _verdict_pages(verdict: dict) -> list:
+    """The pages of one claim, as the report lays them out."""
+    return _claim_pages(claim_entry(verdict), "report.html")
+
+
+def _summary_pages(verdicts: list, title: str, generated, sections=()) -> list:
+    return _summary_pages_of(run_summary(verdicts, title, None, generated), {}, sections)
+
+
 def page_count(path) -> int:
     return len(re.findall(rb"/Type\s*/Page[^s]", path.read_bytes()))
 
@@ -76,9 +86,9 @@ def test_report_pages(tmp_path):
                         title="test report", extra_figures=[("an extra figure", extra)])
     data = path.read_bytes()
     assert data.startswith(b"%PDF")
-    continued = len(_verdict_pages(assumption_verdict()))  # 62 evidence rows do not fit on one page
-    assert continued > 1
-    assert page_count(path) == 1 + 1 + continued + 1 + 1  # summary, 3 verdicts, extra figure
+    # 62 evidence rows and a long summary: the first 36 quantities are printed, the rest left to the HTML report
+    assert len(_verdict_pages(assumption_verdict())) == 1
+    assert page_count(path) == 1 + 1 + 1 + 1 + 1  # summary, 3 verdicts, extra figure
     assert b"test report" in data  # the Title metadata (the info dictionary is not compressed)
 
 
@@ -145,7 +155,7 @@ def test_success_probability_error_bars_are_clopper_pearson():
             for (r, s), k in successes.items() for i in range(5)]
     fig = success_probability_figure(pd.DataFrame(rows), x="R", group="sigma", confidence=0.9)
     ax = fig.axes[0]
-    assert ax.get_ylim() == (0.0, 1.0)
+    assert ax.get_ylim() == (-0.05, 1.05)  # points at 0 and 1 stay off the frame
     for sigma, container in zip((0.5, 1.0), ax.containers):
         counts = np.array([successes[(10, sigma)], successes[(20, sigma)]])
         line = container.lines[0]
@@ -183,9 +193,12 @@ def map_and_matrix_verdict() -> dict:
 
 
 def test_several_plots_per_verdict_stay_inside_and_do_not_overlap():
+    """The first figure always; the others while they fit the claim's page (here the heatmap
+    does, the third not: the page says it left a figure out)."""
     pages = _verdict_pages(map_and_matrix_verdict())
-    assert sum(len(page.axes) for page in pages) == 3
+    assert len(pages) == 1 and len(pages[0].axes) == 2
     assert sum(len(ax.child_axes) for page in pages for ax in page.axes) == 1  # the heatmap's colorbar
+    assert any("Left out here for room: 1 more figure" in t.get_text() for t in pages[0].texts)
     for page in pages:
         renderer, texts, axes = _boxes(page)
         inked = page.get_tightbbox(renderer)
@@ -222,7 +235,7 @@ def test_non_finite_numbers_are_strict_json_and_survive_the_round_trip(tmp_path)
     assert data["evidence"] == {"bound": "inf", "lower": "-inf", "slope": "nan", "ratio": 0.5}
     assert float(data["evidence"]["bound"]) == np.inf
     assert Verdict.from_dict(data).to_dict() == data
-    assert [_fmt(v) for v in data["evidence"].values()] == ["inf", "-inf", "nan", "0.5"]
+    assert [format_value(v) for v in data["evidence"].values()] == ["inf", "-inf", "nan", "0.5"]
     line = plot_from_spec(data["plot"][0]).axes[0].lines[0]
     assert np.array_equal(line.get_xdata(), [1, 3]) and np.array_equal(line.get_ydata(), [1.0, 2.0])  # inf: a gap
 
@@ -346,12 +359,18 @@ def test_wrap_keeps_every_word_in_order_and_fits(words, width):
     assert all(line.count("(") == line.count(")") for line in lines)
 
 
-def test_summary_column_holds_the_whole_summary():
-    """The verdict table wraps a summary instead of cutting it to one line."""
-    verdict = {**rate_verdict(), "summary": LONG}
-    (page,) = _summary_pages([verdict], "t", datetime.now(timezone.utc))
-    text = " ".join(t.get_text() for t in page.texts)
-    assert " ".join(LONG.split()) in " ".join(text.split()) and "…" not in text
+def test_page_one_gives_each_claim_one_line_and_its_page_the_whole_summary():
+    """Page 1 is the verdicts at a glance: a claim's summary is cut to one line there (the
+    verdict word never breaks: "rate-inconsisten/t" did), and its own page holds it whole."""
+    verdicts = [{**rate_verdict(), "summary": LONG, "verdict": "rate-inconsistent"}, assumption_verdict()]
+    (page,) = _summary_pages(verdicts, "t", datetime.now(timezone.utc))
+    shown = [t.get_text() for t in page.texts]
+    assert "rate-inconsistent" in shown
+    line = next(text for text in shown if text.startswith("With probability"))
+    assert line.endswith("…") and len(line) < len(LONG)
+    (claim,) = _verdict_pages(verdicts[0])
+    text = " ".join(" ".join(t.get_text() for t in claim.texts).split())
+    assert " ".join(LONG.split()) in text
 
 
 def test_footer_counts_every_page_and_extra_figures_follow_their_claim(tmp_path):

@@ -85,7 +85,7 @@ def add_parser(commands) -> None:
     searching.add_argument("--search-evaluations", type=_non_negative(int), metavar="N",
                            help="the search as a number of evaluations per claim instead (0: no search)")
     verify.add_argument("--out", metavar="DIR",
-                        help="run directory for verdicts.json, tables/, report.pdf (default: reports/<date-time>/); "
+                        help="run directory for verdicts.json, tables/, report.pdf, report.html (default: reports/<date-time>/); "
                              "checked to be a writable directory before any work, and refused if it holds an "
                              "earlier run unless --resume is given")
     verify.add_argument("--resume", action="store_true",
@@ -188,7 +188,8 @@ def run(args) -> int:
         print(table(["claim", "verdict", "trials", "seconds", "summary"],
                     [[v["id"], v["verdict"], v["trials"], f"{v['seconds']:.1f}", v["summary"]] for v in verdicts],
                     width=160))
-        print(f"\nverdicts: {record.path}\nreport:   {report}\ntables:   {record.directory / 'tables'}")
+        print(f"\nverdicts: {record.path}\nreport:   {report}\n          {report.with_name('report.html')}\n"
+              f"tables:   {record.directory / 'tables'}")
     errors = [v for v in verdicts if v["verdict"] == "error"]
     for verdict in errors:
         print(f"cflbounds: {verdict['id']}: error: {verdict['summary']} (traceback: {record.path}, its details; "

@@ -25,7 +25,9 @@ REFERENCE_WIDTH = 1.0  # inches: the widest line of a label beside the axes
 
 
 def renderer(figure: Figure):
-    """A renderer to measure ``figure``'s artists with (an Agg canvas if it has none)."""
+    """A renderer to measure ``figure``'s artists with (an Agg canvas if it has none; a
+    subfigure's is its root figure's)."""
+    figure = figure.figure  # a Figure is its own
     canvas = figure.canvas if isinstance(figure.canvas, FigureCanvasAgg) else FigureCanvasAgg(figure)
     return canvas.get_renderer()
 

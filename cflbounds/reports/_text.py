@@ -13,17 +13,32 @@ from matplotlib.font_manager import FontProperties
 from matplotlib.mathtext import MathTextParser
 from matplotlib.textpath import TextToPath
 
-__all__ = ["text_width", "wrap", "one_line", "safe_label"]
+__all__ = ["text_width", "wrap", "wrap_code", "one_line", "safe_label"]
 
 _MEASURE = TextToPath()
 _MATH = MathTextParser("path")
 
 
 @lru_cache(maxsize=1 << 16)
-def text_width(line: str, fontsize: float, weight: str = "normal") -> float:
+def text_width(line: str, fontsize: float, weight: str = "normal", family: str = "sans-serif") -> float:
     """Width in inches of ``line`` as matplotlib lays it out (the PDF's font metrics)."""
-    font = FontProperties(size=fontsize, weight=weight)
+    font = FontProperties(size=fontsize, weight=weight, family=family)
     return _MEASURE.get_text_width_height_descent(line, font, ismath=False)[0] / 72
+
+
+def wrap_code(text, width: float, fontsize: float) -> list[str]:
+    """Monospace ``text`` (a traceback, a command) as lines that fit ``width`` inches: each line
+    kept as it is, indentation included, a longer one broken between characters and continued
+    two spaces further in (every character is as wide as the next, so this is exact)."""
+    columns = max(8, int(width / text_width("M" * 10, fontsize, family="monospace") * 10))
+    lines = []
+    for line in str(text).expandtabs(4).splitlines() or [""]:
+        indent = " " * (len(line) - len(line.lstrip(" ")) + 2)
+        while len(line) > columns:
+            lines.append(line[:columns])
+            line = indent + line[columns:] if len(indent) < columns // 2 else line[columns:]
+        lines.append(line)
+    return lines
 
 
 def _groups(paragraph: str, keep_groups: bool) -> list[list[str]]:
@@ -42,12 +57,16 @@ def _groups(paragraph: str, keep_groups: bool) -> list[list[str]]:
 
 
 def _cut(word: str, width: float, fontsize: float, weight: str) -> list[str]:
-    """``word`` cut into pieces that each fit ``width`` (at least one character each)."""
+    """``word`` cut into pieces that each fit ``width`` (at least one character each), after
+    an underscore where one falls in a piece's second half (identifiers break between their
+    words: ``dsc_minus_fedavg_`` / ``noisy_low``)."""
     pieces = []
     while word:
         size = len(word)
         while size > 1 and text_width(word[:size], fontsize, weight) > width:
             size -= 1
+        if size < len(word) and word.rfind("_", 0, size) >= size // 2:
+            size = word.rfind("_", 0, size) + 1
         pieces.append(word[:size])
         word = word[size:]
     return pieces

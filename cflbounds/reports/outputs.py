@@ -1,4 +1,5 @@
-"""Files a verification or a sweep leaves behind: verdicts.json, tidy tables, figures, report.pdf.
+"""Files a verification or a sweep leaves behind: verdicts.json, tidy tables, figures, report.pdf
+and, for a verification, report.html beside it.
 
 Every file is written to a temporary name and renamed into place, so an interrupted run
 never leaves a half-written result.
@@ -16,47 +17,85 @@ from ..sweeps.ifca_fig2 import AXES, trial_outcomes
 from ..sweeps.store import ResultStore
 from ..verify.record import RECORD_NAME, read_record
 from ..verify.stats import clopper_pearson
+from matplotlib.figure import Figure
+
+from .content import verify_command
 from .figures import success_probability_figure
+from .html import build_html
 from .pdf import build_report
 
-__all__ = ["write_report", "write_sweep_outputs", "rebuild_report", "fig2_figures"]
+__all__ = ["write_report", "write_sweep_outputs", "rebuild_report", "fig2_figures", "fig2_page"]
+
+FIG2_ROOM = 9.4  # inches of an A4 page's text area under its heading: the Fig. 2 panels' one page
+FIG2_ROW = 3.4  # inches per row of panels when they have the room
 
 
-def fig2_figures(runs: pd.DataFrame) -> list[tuple[str, object]]:
-    """Fig. 2-style figures from the runs of an ``ifca-fig2`` sweep: success probability vs R
-    per sigma (noise panels) and vs m per n (sample panels), one figure per variant."""
+def _fig2_parts(runs: pd.DataFrame):
+    """``(title, trials, x, group)`` of each Fig. 2-style figure of an ``ifca-fig2`` sweep's
+    runs: success probability vs R per sigma (noise panels) and vs m per n (sample panels, one
+    figure per r), per variant."""
     outcomes = trial_outcomes(runs)
-    figures = []
     for variant, part in outcomes.groupby("variant"):
         for noise, (x, group) in ((True, ("r", "sigma")), (False, ("m", "n"))):
             panels = part[part["panel"].isin(["a", "b"] if noise else ["c", "d"])]
             for r, subset in ([(None, panels)] if noise else panels.groupby("r")):
-                if subset[x].nunique() < 1 or subset.empty:
+                if subset.empty:
                     continue
                 title = f"IFCA Fig. 2 ({variant}): success probability vs {x}" + (f", r = {r:g}" if r else "")
-                figures.append((title, success_probability_figure(subset, x, group, title=title)))
-    return figures
+                yield title, subset, x, group
+
+
+def fig2_figures(runs: pd.DataFrame) -> list[tuple[str, object]]:
+    """Fig. 2-style figures from the runs of an ``ifca-fig2`` sweep, one per part (a sweep's
+    figure files)."""
+    return [(title, success_probability_figure(subset, x, group, title=title))
+            for title, subset, x, group in _fig2_parts(runs)]
+
+
+def fig2_page(runs: pd.DataFrame) -> tuple[str, Figure]:
+    """Every Fig. 2-style figure of the runs on one figure, its parts one above the other and
+    their rows of panels as high as one page allows (the report's one page after IFCA.F2)."""
+    parts = list(_fig2_parts(runs))
+    panels = [subset.groupby([c for c in ("panel", "k") if c in subset.columns]).ngroups for _, subset, _, _ in parts]
+    rows = [-(-count // 2) for count in panels]  # two panels to a row
+    row = min(FIG2_ROW, (FIG2_ROOM - 0.35 * len(parts)) / max(sum(rows), 1))
+    figure = Figure(figsize=(7.0, sum(rows) * row + 0.35 * len(parts)), layout="constrained")
+    for sub, (title, subset, x, group) in zip(figure.subfigures(len(parts), 1, height_ratios=rows, squeeze=False)[:, 0],
+                                             parts):
+        success_probability_figure(subset, x, group, title=title, figure=sub)
+    variants = ", ".join(sorted(runs["variant"].unique())) if "variant" in runs.columns else ""
+    return f"IFCA Fig. 2 ({variants}): success probability, every panel of the run", figure
 
 
 def write_report(directory) -> Path:
-    """``directory/report.pdf`` from a verify run's ``verdicts.json`` (validated first: a
-    file at fault is named in one line) and its tables."""
+    """``directory/report.pdf`` and ``directory/report.html`` from a verify run's
+    ``verdicts.json`` (validated first: a file at fault is named in one line), its metadata
+    (page 1's settings) and its tables (IFCA.F2's Fig. 2 panels); returns the PDF's path."""
     directory = Path(directory)
     record = read_record(directory / RECORD_NAME)
     writable_directory(directory, "DIR")
-    extra = []
     runs_path = directory / "tables" / "ifca_fig2_runs.parquet"
-    if runs_path.exists():
-        extra = [(title, figure, "IFCA.F2") for title, figure in fig2_figures(pd.read_parquet(runs_path))]
+    runs = pd.read_parquet(runs_path) if runs_path.exists() else None
+
+    def extra() -> list:  # fresh figures for each report: the PDF makes its figures pages
+        return [(*fig2_page(runs), "IFCA.F2")] if runs is not None else []
+
+    device = record["metadata"].get("device")
+    options = {"title": "cflbounds verify", "metadata": record["metadata"],
+               "reproduce": lambda verdict: verify_command(verdict, device)}
+    atomic_write(directory / "report.html",
+                 lambda temporary: build_html(record["verdicts"], temporary, extra_figures=extra(), **options))
     return atomic_write(directory / "report.pdf",
-                        lambda temporary: build_report(record["verdicts"], temporary, extra_figures=extra))
+                        lambda temporary: build_report(record["verdicts"], temporary, extra_figures=extra(), **options))
 
 
 def rebuild_report(directory) -> dict:
-    """Rebuild ``report.pdf`` (verdicts + figures) or, for a sweep store, its figures."""
+    """Rebuild ``report.pdf`` and ``report.html`` (verdicts + figures) or, for a sweep store,
+    its figures and report.pdf."""
     directory = Path(directory)
     if (directory / RECORD_NAME).exists():
-        return {"report": write_report(directory)}
+        report = write_report(directory)
+        return {"report": report, "html": report.with_name("report.html")}
     store = ResultStore(directory)
     if store.cells():
         paths = write_sweep_outputs(store, None)

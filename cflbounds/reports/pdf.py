@@ -1,17 +1,22 @@
-"""Multi-page PDF reports of verdicts, written with matplotlib's ``PdfPages``.
+"""The PDF report: page 1 the verdicts at a glance, then a page per claim, written with
+matplotlib's ``PdfPages``.
 
-Pages are A4 ``Figure`` objects laid out top to bottom by ``_Flow``: text is wrapped to
-the page width, and a block or table row that does not fit moves to a continuation page
-(tables repeat their header there). A figure is drawn at its printed size: its axes are
-placed after measuring what surrounds them (title, tick labels, the legend below), so
-nothing leaves the text area. Extra figures (Fig. 2 panels) become A4 pages placed after
-the claim they belong to, and every page is counted in the "page i of n" footer. No pyplot
-state and no LaTeX are used.
+What a page holds is decided in :mod:`.content`; this module lays it out. Pages are A4
+``Figure`` objects filled top to bottom by ``_Flow``: text is wrapped to the page width, and a
+block or table row that does not fit moves to a continuation page (tables repeat their
+header there). A figure is drawn at its printed size (:mod:`._fitting`). A claim gets at most
+about 1.2 pages (:data:`BUDGET`): its essential blocks always, then its optional ones (further
+figures, the rest of the evidence, notes) only where they fit on a page it has anyway,
+within the budget, and a line
+naming what was left to the HTML report; a
+claim that takes more than a page is laid out again, compact (smaller figures, the evidence
+three pairs to a row), and printed so if that fits one page; one that still spills a little
+onto a second page prints fewer evidence quantities (the others go to the HTML report) rather
+than leave a near-empty page. Extra figures (IFCA.F2's Fig. 2 panels) become a page
+after their claim. No pyplot state and no LaTeX are used.
 """
 from __future__ import annotations
 
-import numbers
-from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -23,65 +28,35 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
 from .. import __version__
-from ..verify.verdict import figure_specs
-from ._text import one_line as _one_line
-from ._text import wrap as _wrap
-from .figures import has_plot_content, plot_from_spec, renderer
+from ._fitting import data_height, draw_fitted, place
+from ._text import one_line, text_width, wrap, wrap_code
+from .content import VERDICT_COLORS, Code, Paragraph, Plot, Table, entries_of, run_summary, with_evidence_shown
 
-__all__ = ["build_report", "VERDICT_COLORS"]
+__all__ = ["build_report", "report_pages", "VERDICT_COLORS"]
 
 PAGE_WIDTH, PAGE_HEIGHT = 8.27, 11.69  # A4 portrait, inches
 MARGIN = 0.6
 TEXT_WIDTH = PAGE_WIDTH - 2 * MARGIN
+TEXT_HEIGHT = PAGE_HEIGHT - 2 * MARGIN
 LEADING = 1.35  # line height in font sizes
-PAD = 0.04  # cell padding, inches
-AXES_HEIGHT = 2.6  # inches of data area of a figure; its title, labels and legend come on top
-SQUARE_HEIGHT = 3.4  # a heatmap's or a map's data area (equal aspect: as wide as high)
-
-VERDICT_COLORS = {
-    "holds": "#8fd19e",
-    "rate-consistent": "#8fd19e",
-    "violated": "#f1948a",
-    "rate-inconsistent": "#f1948a",
-    "vacuous": "#f8c471",
-    "unsatisfiable": "#f8c471",
-    "inconclusive": "#b0b0b0",
-    "not-implemented": "#e6e6e6",
-    "error": "#c39bd3",  # the claim's own code failed: not judged
-    "no counterexample found": "#aed6f1",  # cflbounds falsify: the search and its confirmation found none
-}
-
-
-def _fmt(value) -> str:
-    """Numbers to 4 significant digits (integers exactly; inf and nan by name), None as a dash,
-    lists per item."""
-    if value is None:
-        return "–"
-    if isinstance(value, (bool, np.bool_)):
-        return "yes" if value else "no"
-    if isinstance(value, numbers.Integral):
-        return str(int(value))
-    if isinstance(value, numbers.Real):
-        return f"{value:.4g}"
-    if isinstance(value, (list, tuple)):
-        shown = ", ".join(_fmt(v) for v in value[:4])
-        return f"[{shown}, … ({len(value)} values)]" if len(value) > 4 else f"[{shown}]"
-    return str(value)
-
-
-def _extents(ax) -> tuple[float, float, float, float]:
-    """How far, in inches, what an axes draws (title, tick labels, legend, colorbar, labels
-    of reference lines) reaches beyond its box: (left, right, below, above)."""
-    dpi, inked = ax.figure.dpi, ax.get_tightbbox(renderer(ax.figure))
-    box = ax.get_position(original=True).transformed(ax.figure.transFigure)  # the box the page gave it
-    return ((box.x0 - inked.x0) / dpi, (inked.x1 - box.x1) / dpi, (box.y0 - inked.y0) / dpi, (inked.y1 - box.y1) / dpi)
+PAD = 0.03  # cell padding, inches
+BUDGET = 1.2  # pages a claim may take (its essential blocks may take more)
+CODE_FONTSIZE = 7.5
+SPILL = 0.3  # a second page holding less than this share of a text area is a spill: the evidence is shortened
+MIN_EVIDENCE = 9  # evidence quantities kept however little room a page has
+NOTE_ROOM = 0.3  # inches kept under a claim's optional blocks for the line naming what was left out
+COMPACT_FIGURE = 0.7  # a compact page's figures: this share of their height
+LONG_TABLE = 18  # a quantity-value table with more rows is printed three pairs to a row
+_STYLE = {"lead": {"fontsize": 10}, "body": {"fontsize": 9.5}, "muted": {"fontsize": 8.5, "color": "0.35"}}
 
 
 class _Flow:
-    """Places blocks top to bottom on A4 pages, opening a new page when one is full."""
+    """Places blocks top to bottom on A4 pages, opening a new page when one is full; what it
+    placed since a :meth:`mark` can be taken back (:meth:`rollback`)."""
 
-    def __init__(self, header: str, page: Figure | None = None):
+    def __init__(self, header: str, page: Figure | None = None, compact: bool = False):
         self.header = header
+        self.compact = compact
         self.pages: list[Figure] = []
         self.new_page(page)
 
@@ -89,10 +64,27 @@ class _Flow:
         """Start a page (``page`` if given, else a new A4 figure); continuation pages get a header."""
         page = page or Figure(figsize=(PAGE_WIDTH, PAGE_HEIGHT))
         if self.pages:
-            page.text(MARGIN, PAGE_HEIGHT - 0.35, _one_line(f"{self.header} (continued)", TEXT_WIDTH, 8),
+            page.text(MARGIN, PAGE_HEIGHT - 0.35, one_line(f"{self.header} (continued)", TEXT_WIDTH, 8),
                       fontsize=8, color="0.4", va="top", transform=page.dpi_scale_trans, parse_math=False)
         self.pages.append(page)
         self.top = PAGE_HEIGHT - MARGIN
+
+    def used(self) -> float:
+        """Pages filled so far, in text heights (1.5: one page and half the next)."""
+        return len(self.pages) - 1 + (PAGE_HEIGHT - MARGIN - self.top) / TEXT_HEIGHT
+
+    def mark(self) -> tuple:
+        page = self.pages[-1]
+        return len(self.pages), self.top, len(page.texts), len(page.artists), len(page.axes)
+
+    def rollback(self, mark: tuple) -> None:
+        """Remove what was placed after ``mark``: the pages opened since and the artists added."""
+        pages, top, texts, artists, axes = mark
+        del self.pages[pages:]
+        page = self.pages[-1]
+        for artist in page.texts[texts:] + page.artists[artists:] + page.axes[axes:]:
+            artist.remove()
+        self.top = top
 
     def fits(self, height: float) -> bool:
         """Whether ``height`` inches fit on the current page (always true on an empty one)."""
@@ -107,52 +99,57 @@ class _Flow:
 
     def text(self, text, fontsize: float = 10, gap: float = 0.1, **style) -> None:
         """A wrapped paragraph, split across pages line by line if needed."""
-        for line in _wrap(text, TEXT_WIDTH, fontsize, style.get("weight", "normal")):
+        for line in wrap(text, TEXT_WIDTH, fontsize, style.get("weight", "normal")):
             page, top = self.take(fontsize * LEADING / 72)
             page.text(MARGIN, top, line, fontsize=fontsize, va="top", parse_math=False,
                       transform=page.dpi_scale_trans, **style)
         self.top -= gap
 
-    def heading(self, text: str) -> None:
-        """A section heading, kept on the same page as at least an inch of what follows."""
-        if not self.fits(1.0 + 0.3):
+    def heading(self, text: str, room: float = 1.0) -> None:
+        """A section heading, kept on the same page as at least ``room`` inches of what follows."""
+        if not self.fits(room + 0.3):
             self.new_page()
-        self.text(text, fontsize=12, gap=0.05, weight="bold")
+        self.text(text, fontsize=10.5, gap=0.03, weight="bold")
+
+    def code(self, text: str) -> None:
+        """Monospace lines on a light grey band, kept as written (tracebacks, commands)."""
+        line = CODE_FONTSIZE * LEADING / 72
+        for row in wrap_code(text, TEXT_WIDTH - 2 * PAD, CODE_FONTSIZE):
+            page, top = self.take(line)
+            page.add_artist(Rectangle((MARGIN, top - line), TEXT_WIDTH, line, facecolor="0.94", edgecolor="none",
+                                      transform=page.dpi_scale_trans, zorder=-1))
+            page.text(MARGIN + PAD, top - 0.01, row, fontsize=CODE_FONTSIZE, family="monospace", va="top",
+                      parse_math=False, transform=page.dpi_scale_trans)
+        self.top -= 0.12
+
+    def chips(self, items: list[tuple[str, str]], fontsize: float = 9) -> None:
+        """Labels on coloured rounded boxes, left to right, wrapping onto further rows."""
+        height, x = fontsize * 2.0 / 72, MARGIN + 0.06
+        page, top = self.take(height)
+        for text, color in items:
+            width = text_width(text, fontsize, "bold") + 0.3
+            if x + width > MARGIN + TEXT_WIDTH:
+                page, top = self.take(height)
+                x = MARGIN + 0.06
+            page.text(x, top - height / 2, text, fontsize=fontsize, weight="bold", va="center", parse_math=False,
+                      transform=page.dpi_scale_trans, bbox={"boxstyle": "round,pad=0.3", "facecolor": color,
+                                                            "edgecolor": "none"})
+            x += width
+        self.top -= 0.12
 
     def plot(self, spec: dict) -> None:
-        """A verdict's figure spec at its printed size: drawn once to measure what surrounds
-        the axes, then drawn again with the axes' box made to leave room for it inside the
-        text width, and moved below the page's last block (or onto a new page)."""
-        if not has_plot_content(spec or {}):
-            page, top = self.take(0.6)
-            plot_from_spec(spec, ax=page.add_axes((MARGIN / PAGE_WIDTH, (top - 0.6) / PAGE_HEIGHT,
-                                                   TEXT_WIDTH / PAGE_WIDTH, 0.6 / PAGE_HEIGHT)))
-            self.top -= 0.15
-            return
-        height = SQUARE_HEIGHT if spec.get("kind") == "heatmap" or spec.get("equal") else AXES_HEIGHT
-        left, right = 0.9, 0.3  # a first guess of the room for the y labels and the colorbar
-        for attempt in range(3):
-            ax = self.pages[-1].add_axes(((MARGIN + left) / PAGE_WIDTH, MARGIN / PAGE_HEIGHT,
-                                          (TEXT_WIDTH - left - right) / PAGE_WIDTH, height / PAGE_HEIGHT))
-            ax.set_anchor("W")  # an equal-aspect box (a heatmap) shrinks towards the text's left edge
-            plot_from_spec(spec, ax=ax)
-            reach_left, reach_right, below, above = _extents(ax)
-            fits = reach_left <= left and reach_right <= right
-            tight = left - reach_left < 0.1 and right - reach_right < 0.1
-            if (fits and (tight or attempt > 0)) or attempt == 2:
-                break
-            ax.remove()
-            left, right = max(reach_left, 0.0) + 0.04, max(reach_right, 0.0) + 0.04
+        """A figure spec at its printed size (:func:`._fitting.draw_fitted`), moved below the
+        page's last block, or onto a new page when it does not fit there."""
+        scale = COMPACT_FIGURE if self.compact else 1.0
+        ax, below, above = draw_fitted(self.pages[-1], spec, MARGIN, TEXT_WIDTH, MARGIN, scale)
+        height = data_height(spec, scale)
         if not self.fits(above + height + below):
-            box = ax.get_position(original=True).bounds
             ax.remove()
             self.new_page()
-            ax = self.pages[-1].add_axes(box)
-            ax.set_anchor("W")
-            plot_from_spec(spec, ax=ax)
+            ax, below, above = draw_fitted(self.pages[-1], spec, MARGIN, TEXT_WIDTH, MARGIN, scale)
         page, top = self.take(above + height + below)
         x0, _, width, _ = ax.get_position(original=True).bounds  # a vertical move changes nothing else
-        ax.set_position((x0, (top - above - height) / PAGE_HEIGHT, width, height / PAGE_HEIGHT))
+        place(ax, x0 * PAGE_WIDTH, top - above - height, width * PAGE_WIDTH, height)
         self.top -= 0.2
 
     def table(self, columns: list[str], rows: list[list[str]], widths: list[float],
@@ -163,10 +160,10 @@ class _Flow:
         header is repeated on continuation pages."""
         edges = MARGIN + TEXT_WIDTH * np.concatenate([[0.0], np.cumsum(widths)])
         line = fontsize * LEADING / 72
-        header = [_wrap(c, (b - a) - 2 * PAD, fontsize, "bold") for c, a, b in zip(columns, edges, edges[1:])]
+        header = [wrap(c, (b - a) - 2 * PAD, fontsize, "bold") for c, a, b in zip(columns, edges, edges[1:])]
         header_height = max(map(len, header)) * line + 2 * PAD
-        most = int((PAGE_HEIGHT - 2 * MARGIN - header_height - 2 * PAD) / line)  # lines of a row on a page
-        body = [([_wrap(c, (b - a) - 2 * PAD, fontsize) for c, a, b in zip(row, edges, edges[1:])], fill)
+        most = int((TEXT_HEIGHT - header_height - 2 * PAD) / line)  # lines of a row on a page
+        body = [([wrap(c, (b - a) - 2 * PAD, fontsize) for c, a, b in zip(row, edges, edges[1:])], fill)
                 for row, fill in zip(rows, fills or [[None] * len(columns)] * len(rows))]
         first = min(max(map(len, body[0][0])), 3) if body else 0
         if not self.fits(header_height + first * line + 2 * PAD):
@@ -197,36 +194,119 @@ class _Flow:
         page.add_artist(Line2D([edges[0], edges[-1]], [top - height] * 2, linewidth=1.0 if bold else 0.3,
                                color="0.3" if bold else "0.75", transform=inches))
 
+    def block(self, block) -> None:
+        """One block of :mod:`.content`, with its heading."""
+        if isinstance(block, Plot):
+            self.plot(block.spec)
+        elif isinstance(block, Paragraph):
+            if block.title:
+                self.heading(block.title, room=0.4)
+            self.text(block.text, gap=0.12, **_STYLE[block.role])
+        elif isinstance(block, Code):
+            if block.title:
+                self.heading(block.title, room=0.3)
+            self.code(block.text)
+        elif isinstance(block, Table):
+            if block.title:
+                self.heading(block.title, room=0.6)
+            self.table(*_folded(block, 3 if self.compact or len(block.rows) > LONG_TABLE else 2),
+                       fontsize=7 if self.compact else 8)
+        else:
+            raise TypeError(f"unknown report block {type(block).__name__}")
 
-def _run_settings(verdicts: list[dict]) -> dict[str, list[str]]:
-    """Distinct scales and protocols of the verdicts (their ``scale`` field and details)."""
-    found = {"scale": [], "protocol": []}
-    for v in verdicts:
-        for key, values in found.items():
-            for value in (v.get(key), (v.get("details") or {}).get(key)):
-                if value and str(value) not in values:
-                    values.append(str(value))
-    return {key: values for key, values in found.items() if values}
+
+def _folded(table: Table, pairs: int) -> tuple:
+    """A quantity-value table with more than 8 rows as ``pairs`` pairs per row (read down
+    each pair of columns), else as it is: (columns, rows, widths, fills)."""
+    if not table.pairs or len(table.rows) <= 8:
+        return table.columns, table.rows, table.widths, table.fills
+    per_column = -(-len(table.rows) // pairs)
+    parts = [table.rows[i * per_column:(i + 1) * per_column] for i in range(pairs)]
+    rows = [sum((part[r] if r < len(part) else ["", ""] for part in parts), []) for r in range(per_column)]
+    widths = [w / pairs for _ in range(pairs) for w in table.widths]
+    return table.columns * pairs, rows, widths, None
 
 
-def _summary_pages(verdicts: list[dict], title: str, generated: datetime, sections=()) -> list[Figure]:
-    """The first page(s): run settings, verdict counts and the table of verdicts (none without
-    verdicts), then each ``(heading, text, columns, rows, widths)`` of ``sections``."""
-    flow = _Flow(title)
-    flow.text(title, fontsize=18, weight="bold", gap=0.05)
-    flow.text(f"generated {generated:%Y-%m-%d %H:%M:%S %Z} by cflbounds {__version__}", fontsize=9, color="0.35")
-    for key, values in _run_settings(verdicts).items():
-        flow.text(f"{key}: {', '.join(values)}", fontsize=9, gap=0.02)
-    if verdicts:
-        counts = Counter(v.get("verdict", "") for v in verdicts)
-        flow.text(f"{len(verdicts)} claims: " + ", ".join(f"{n} {name}" for name, n in counts.items()), fontsize=10,
-                  gap=0.2)
-        # the summary is the row's content, whole (the table wraps it); the numbers are short
-        widths = [0.13, 0.14, 0.47, 0.08, 0.11, 0.07]
-        rows = [[str(v.get("id", "")), str(v.get("verdict", "")), str(v.get("summary") or ""),
-                 _fmt(v.get("trials")), _fmt(v.get("confidence")), _fmt(v.get("seed"))] for v in verdicts]
-        fills = [[None, VERDICT_COLORS.get(v.get("verdict")), None, None, None, None] for v in verdicts]
-        flow.table(["claim", "verdict", "summary", "trials", "confidence", "seed"], rows, widths, fills)
+def _least_height(block, compact: bool) -> float:
+    """Inches a block takes at the least: a figure its data area and a line of labels, a table
+    its heading, header and a row, text its heading and a line."""
+    if isinstance(block, Plot):
+        return data_height(block.spec, COMPACT_FIGURE if compact else 1.0) + 0.5
+    return 0.6 if isinstance(block, Table) else 0.35
+
+
+def _left_out(blocks: list) -> str:
+    """What a claim's page left out, in words: "2 more figures, details"."""
+    figures = sum(isinstance(b, Plot) or (isinstance(b, Paragraph) and not b.title) for b in blocks)
+    others = dict.fromkeys(b.title.split(":")[0].lower() for b in blocks
+                           if not isinstance(b, Plot) and getattr(b, "title", ""))
+    return ", ".join(([f"{figures} more figure{'s' if figures > 1 else ''}"] if figures else []) + list(others))
+
+
+def _claim_pages(entry, companion: str, compact: bool = False) -> list[Figure]:
+    """The page(s) of one claim: its name and verdict, the run facts, then its blocks within
+    :data:`BUDGET` (see the module docstring); laid out again compact after a spill."""
+    flow = _Flow(f"{entry.id}: {entry.verdict}", compact=compact)
+    page, top = flow.take(15 * LEADING / 72)
+    page.text(MARGIN, top, entry.id, fontsize=15, weight="bold", va="top", parse_math=False,
+              transform=page.dpi_scale_trans)
+    page.text(MARGIN + text_width(entry.id, 15, "bold") + 0.25, top - 0.03, entry.verdict, fontsize=11,
+              weight="bold", va="top", parse_math=False, transform=page.dpi_scale_trans,
+              bbox={"boxstyle": "round,pad=0.25", "facecolor": VERDICT_COLORS.get(entry.verdict, "white"),
+                    "edgecolor": "none"})
+    flow.top -= 0.08
+    if entry.facts:
+        flow.text(entry.facts, fontsize=8.5, color="0.35", gap=0.04)
+    if entry.reproduce:
+        flow.code(f"reproduce: {entry.reproduce}")
+    left_out = []
+    for block in sorted(entry.blocks, key=lambda block: block.optional):  # the essential first, each in order
+        if block.optional and flow.used() + _least_height(block, compact) / TEXT_HEIGHT > BUDGET:
+            left_out.append(block)  # cannot fit: not even drawn
+            continue
+        mark = flow.mark()
+        flow.block(block)
+        # no page opened for an extra block, and a line kept free for the note on what was left out
+        if block.optional and (flow.used() > BUDGET or len(flow.pages) > mark[0] or flow.top - NOTE_ROOM < MARGIN):
+            flow.rollback(mark)
+            left_out.append(block)
+    if left_out:
+        flow.text(f"Left out here for room: {_left_out(left_out)}; {companion} shows the whole section.",
+                  fontsize=8, color="0.35", style="italic")
+    if len(flow.pages) > 1 and not compact:
+        compacted = _claim_pages(entry, companion, compact=True)
+        if len(compacted) < len(flow.pages):
+            return compacted
+        evidence = next((b for b in entry.blocks if isinstance(b, Table) and b.title == "Evidence"), None)
+        if len(flow.pages) == 2 and flow.used() % 1 < SPILL and evidence is not None:
+            for shown in range(len(evidence.rows) - 3, MIN_EVIDENCE - 1, -3):  # a compact row holds three
+                trimmed = _claim_pages(with_evidence_shown(entry, shown), companion, compact=True)
+                if len(trimmed) == 1:
+                    return trimmed
+    return flow.pages
+
+
+def _summary_pages(summary, pages_of: dict, sections=()) -> list[Figure]:
+    """Page 1: the title, the run's settings, the counts by verdict and one line per claim
+    (with the page it starts on), then each ``(heading, text, columns, rows, widths)`` of
+    ``sections`` (a sweep's report)."""
+    flow = _Flow(summary.title)
+    flow.text(summary.title, fontsize=18, weight="bold", gap=0.1)
+    if summary.settings:
+        flow.table(["setting", "value"], [[name, value] for name, value in summary.settings], [0.16, 0.84])
+    if summary.lines:
+        total = sum(n for _, n in summary.counts)
+        flow.text(f"{total} claims", fontsize=11, weight="bold", gap=0.04)
+        flow.chips([(f"{n} {name}", VERDICT_COLORS.get(name, "white")) for name, n in summary.counts])
+        columns = ["claim", "verdict", "summary (the claim's page has it whole)", "page"]
+        id_width = max(text_width(line.id, 8) for line in summary.lines) + 2 * PAD + 0.05
+        verdict_width = max(text_width(line.verdict, 8) for line in summary.lines) + 2 * PAD + 0.05
+        page_width = text_width("page", 8, "bold") + 2 * PAD + 0.05
+        widths = [id_width, verdict_width, TEXT_WIDTH - id_width - verdict_width - page_width, page_width]
+        rows = [[line.id, line.verdict, one_line(line.headline, widths[2] - 2 * PAD, 8), str(pages_of.get(line.id, ""))]
+                for line in summary.lines]
+        fills = [[None, VERDICT_COLORS.get(line.verdict), None, None] for line in summary.lines]
+        flow.table(columns, rows, [w / TEXT_WIDTH for w in widths], fills)
     for heading, text, columns, rows, widths in sections:
         flow.heading(heading)
         if text:
@@ -235,44 +315,11 @@ def _summary_pages(verdicts: list[dict], title: str, generated: datetime, sectio
     return flow.pages
 
 
-def _verdict_pages(v: dict) -> list[Figure]:
-    """The page(s) of one verdict: statement, summary, figure, assumptions, evidence, details."""
-    flow = _Flow(f"{v.get('id', '')}: {v.get('verdict', '')}")
-    flow.text(v.get("id", ""), fontsize=15, weight="bold", gap=0.12)
-    flow.text(v.get("verdict", ""), fontsize=11, weight="bold", gap=0.12,
-              bbox={"boxstyle": "round,pad=0.25", "facecolor": VERDICT_COLORS.get(v.get("verdict"), "white"),
-                    "edgecolor": "none"})
-    run = [f"{name} {_fmt(v.get(name))}" for name in ("trials", "confidence", "seed") if v.get(name) is not None]
-    run += [f"scale {v['scale']}"] if v.get("scale") else []
-    run += [f"{v['seconds']:.1f} s"] if v.get("seconds") else []
-    flow.text(" · ".join(run), fontsize=9, color="0.35", gap=0.15)
-    for name in ("statement", "summary"):
-        if v.get(name):
-            flow.heading(name.capitalize())
-            flow.text(v[name], fontsize=10, gap=0.15)
-    for spec in figure_specs(v.get("plot")) or [{}]:
-        flow.plot(spec)
-    if v.get("assumptions"):
-        flow.heading("Assumptions")
-        keys = ["name", "lhs", "relation", "rhs", "slack", "holds", "source"]
-        rows = [[_fmt(a.get(k)) for k in keys] for a in v["assumptions"]]
-        fills = [[None] * 5 + [VERDICT_COLORS["holds" if a.get("holds") else "violated"], None]
-                 for a in v["assumptions"]]
-        flow.table(keys, rows, [0.2, 0.11, 0.09, 0.12, 0.11, 0.07, 0.30], fills)
-    if v.get("evidence"):
-        flow.heading("Evidence")
-        flow.table(["quantity", "value"], [[str(k), _fmt(x)] for k, x in v["evidence"].items()], [0.55, 0.45])
-    if v.get("details"):
-        flow.heading("Details")
-        flow.table(["detail", "value"], [[str(k), str(x)] for k, x in v["details"].items()], [0.25, 0.75])
-    return flow.pages
-
-
 def _figure_page(figure: Figure, title: str, claim: str | None) -> Figure:
     """``figure`` made an A4 page: its claim's name, its title as a heading, and its content
     laid out (constrained layout) at its own height under them, inside the text area. Fonts
     keep their size, so a figure drawn for the text width prints as drawn."""
-    height = min(figure.get_figheight(), PAGE_HEIGHT - 2 * MARGIN - 1.0)
+    height = min(figure.get_figheight(), TEXT_HEIGHT - 1.0)
     figure.set_size_inches(PAGE_WIDTH, PAGE_HEIGHT)
     if figure._suptitle is not None and figure._suptitle.get_text() == title:
         figure._suptitle.set_text("")  # the page's heading says it, inside the text area
@@ -289,46 +336,55 @@ def _figure_page(figure: Figure, title: str, claim: str | None) -> Figure:
 def _number_pages(pages: list[Figure], title: str) -> None:
     """A footer with the title and "page i of n" on every page."""
     for i, page in enumerate(pages, 1):
-        page.text(PAGE_WIDTH / 2, 0.3, f"{_one_line(title, TEXT_WIDTH - 1.5, 8)} · page {i} of {len(pages)}",
+        page.text(PAGE_WIDTH / 2, 0.3, f"{one_line(title, TEXT_WIDTH - 1.5, 8)} · page {i} of {len(pages)}",
                   fontsize=8, color="0.4", ha="center", parse_math=False, transform=page.dpi_scale_trans)
 
 
-def report_pages(verdicts: list[dict], title: str, generated: datetime, extra_figures=(), sections=()) -> list[Figure]:
-    """Every page of the report, numbered: the verdict table and ``sections``, each verdict's
-    pages, and each extra figure after its claim's pages (see :func:`build_report`)."""
+def report_pages(verdicts: list[dict], title: str, generated: datetime, extra_figures=(), sections=(),
+                 metadata: dict | None = None, reproduce=None, companion: str = "report.html") -> list[Figure]:
+    """Every page of the report, numbered: page 1 and ``sections``, each claim's pages, and
+    each extra figure after its claim's pages (see :func:`build_report`)."""
     ids = {v.get("id") for v in verdicts}
     after: dict = {}
     for figure_title, figure, *claim in extra_figures:
         owner = claim[0] if claim and claim[0] in ids else None
         after.setdefault(owner, []).append(_figure_page(figure, figure_title, owner))
-    pages = _summary_pages(verdicts, title, generated, sections)
-    for v in verdicts:
-        pages += _verdict_pages(v) + after.pop(v.get("id"), [])
-    pages += after.pop(None, [])
+    claims, starts = [], {}
+    for entry in entries_of(verdicts, reproduce):
+        starts[entry.id] = len(claims)
+        claims += _claim_pages(entry, companion) + after.pop(entry.id, [])
+    claims += after.pop(None, [])
+    summary = run_summary(verdicts, title, metadata, generated)
+    first = len(_summary_pages(summary, {}, sections))
+    pages = _summary_pages(summary, {claim: first + 1 + start for claim, start in starts.items()}, sections) + claims
     _number_pages(pages, title)
     return pages
 
 
 def build_report(verdicts: list[dict], path, *, title: str = "cflbounds report", extra_figures=(),
-                 sections=()) -> Path:
+                 sections=(), metadata: dict | None = None, reproduce=None, companion: str = "report.html") -> Path:
     """Write a PDF report of ``verdicts`` (``Verdict.to_dict()`` dicts, or ``Verdict``
     objects) to ``path``, creating its directory if needed.
 
-    Page 1 (and following if needed) summarises the verdicts in a colored table (if there are
-    any), followed by ``sections``, each ``(heading, text, columns, rows, widths)``: a heading,
-    a paragraph (or None) and a table whose column ``widths`` are shares of the text width; then
-    each verdict gets its own page(s). Each ``(title, figure)`` or ``(title, figure,
-    claim_id)`` of ``extra_figures`` becomes an A4 page of its own, after the pages of
-    claim ``claim_id`` when there is one in ``verdicts``, else at the end. Every page is
-    numbered "page i of n", n counting them all. Returns the path written.
+    Page 1 has the verdicts at a glance: the run's settings (from ``metadata``, a
+    verdicts.json's, when given), the counts by verdict and one line per claim with the page
+    it starts on; then ``sections``, each ``(heading, text, columns, rows, widths)``: a
+    heading, a paragraph (or None) and a table whose column ``widths`` are shares of the text
+    width. Then each claim gets its page (:func:`_claim_pages`; ``reproduce(verdict)``, if
+    given, the command that checks it again; ``companion`` names the report that holds what a
+    page leaves out). Each
+    ``(title, figure)`` or ``(title, figure, claim_id)`` of ``extra_figures`` becomes an A4
+    page of its own, after the pages of claim ``claim_id`` when there is one in
+    ``verdicts``, else at the end. Every page is numbered "page i of n". Returns the path.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     verdicts = [v.to_dict() if hasattr(v, "to_dict") else v for v in verdicts]
     generated = datetime.now(timezone.utc)
-    pages = report_pages(verdicts, title, generated, extra_figures, sections)
-    metadata = {"Title": title, "CreationDate": generated, "Creator": f"cflbounds {__version__}"}
-    with PdfPages(path, metadata=metadata) as pdf:
+    pages = report_pages(verdicts, title, generated, extra_figures, sections, metadata, reproduce, companion)
+    info = {"Title": title, "CreationDate": generated, "Creator": f"cflbounds {__version__}"}
+    with PdfPages(path, metadata=info) as pdf:
         for page in pages:
             pdf.savefig(page)
     return path
+

@@ -30,10 +30,12 @@ def margin_plot(claim_id, rows) -> dict:
     margin, tightest = margins(rows), _tightest(rows)
     shown = np.append(margin[tightest][np.isfinite(margin[tightest]) & (margin[tightest] > 0)], 1.0)
     spread = shown.max() / shown.min()
+    failing = {r["name"] for r in rows if not r["holds"]}  # as judged (a margin a rounding below 1 may hold)
     return {"kind": "bar", "title": f"{claim_id}: smallest margin per inequality (lhs/rhs for >=, rhs/lhs for <=)",
             "xlabel": "inequality", "ylabel": "margin (1 = tight)", "logy": bool(spread > 10),
             "x": [rows[i]["name"] for i in tightest],
-            "series": [{"label": "smallest margin over the problems used", "y": [float(margin[i]) for i in tightest]}],
+            "series": [{"label": "smallest margin over the problems used", "y": [float(margin[i]) for i in tightest],
+                        "fails": [rows[i]["name"] in failing for i in tightest]}],
             "reference": [{"y": 1.0, "label": "tight; below: fails"}]}
 
 

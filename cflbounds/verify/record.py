@@ -6,7 +6,8 @@ A run directory holds (``docs/tables.md`` describes every table column)::
     tables/<name>.parquet  each claim's tidy tables, written just before its verdict
     partial/*.npz          finished configurations of long claims (VerifyContext.checkpoint), data only
     sweeps/ifca-fig2/      the IFCA.F2 sweep's store (one file per finished cell)
-    report.pdf             built once every claim is done
+    report.pdf             built once every claim is done: page 1 the verdicts, then a page per claim
+    report.html            the same, self-contained (figures inline, nothing fetched), beside it
 
 Every file is replaced atomically, so a killed run keeps each verdict that was printed and
 ``verify --resume`` recomputes only the rest. A directory resumes only under the settings

@@ -72,7 +72,8 @@ class Verdict:
     ``evidence`` holds numbers only (rates, frequencies, interval ends, sample sizes);
     ``assumptions`` the assumption checks as ``Inequality.as_dict()`` rows; ``plot`` the
     figures for the report, a list of specs (``{"kind", "x", "series": [{"label", "y", "low",
-    "high", "group"}], "xlabel", "ylabel", "logx", "logy", "ylim", "reference", "title"}``, see
+    "high", "group", "fails"}], "xlabel", "ylabel", "logx", "logy", "ylim", "reference", "title",
+    "note"}``, see
     :func:`cflbounds.reports.figures.plot_from_spec`), the one that decided the verdict first;
     ``details`` strings (protocol variant, regime, notes). When ``verify`` also searched the
     claim's domain (:mod:`cflbounds.falsify.judge`), ``designed`` holds the designed

@@ -155,10 +155,10 @@ def _smallest(points, mask, prefix="smallest"):
     return {f"{prefix}_{name}": value for name, value in fields.items()}, {f"{prefix}_config": row["config"]}
 
 
-def _map_plot(experiment, config=None):
-    """The client map of one instance (of the configuration with most clients) coloured by
-    its two-stage groups, leaders as stars."""
-    name = config or max(experiment["maps"], key=lambda n: experiment["maps"][n][0].clients)
+def _map_plot(experiment, configs=None):
+    """The client map of one instance (of the configuration with most clients among
+    ``configs``, default all) coloured by its two-stage groups, leaders as stars."""
+    name = max(configs or experiment["maps"], key=lambda n: experiment["maps"][n][0].clients)
     layout, grouping = experiment["maps"][name]
     positions, group, leader = layout.positions[0], grouping.group[0], grouping.leader[0]
     series = [{"label": f"group {g + 1}" + (f" (primary {grouping.primary[0][group == g][0] + 1})"),
@@ -177,14 +177,16 @@ RATIO_RANGE = 1e4  # the figure's y axis spans bound / 1e4 to bound x 1e4; farth
 
 def _bound_plot(points, T):
     """Measured / bound at T against lambda / threshold, one series per configuration (the
-    heterogeneous-optima ones, outside A4, named as not judged). The axis is clipped to a
+    heterogeneous-optima ones, outside A4, named as not judged; the judged points violated at T
+    ringed). The axis is clipped to a
     factor RATIO_RANGE around the bound, which decides the verdict: runs that diverged
     (a non-finite mean) and ratios beyond the range are marked at its edges, counted."""
     final = points[points["t"] == T]
     final = final.assign(ratio=np.where(np.isfinite(final["measured"]), final["measured"] / final["bound"], np.inf))
     label = lambda config, rows: config if rows["within_a4"].all() else f"{config} (outside A4, not judged)"
     series = [{"label": label(config, rows), "x": (rows["step_size"] / rows["threshold"]).tolist(),
-               "y": rows["ratio"].tolist()} for config, rows in final.groupby("config", sort=False)]
+               "y": rows["ratio"].tolist(), "fails": (rows["within_a4"] & (rows["outcome"] == "violated")).tolist()}
+              for config, rows in final.groupby("config", sort=False)]
     return {"kind": "scatter", "logx": True, "logy": True, "series": series,
             "ylim": [1 / RATIO_RANGE, RATIO_RANGE], "nonfinite_label": "diverged",
             "reference": [{"y": 1.0, "label": "measured = bound"}, {"x": 1.0, "label": "eq. (14): A = 1"}],
@@ -262,7 +264,7 @@ def check_t1(ctx: VerifyContext) -> Verdict:
     return Verdict(
         "DSC.T1", verdict, evidence, ctx.seed, len(all_points) * evidence["repetitions"], CONFIDENCE, summary,
         assumptions=[r.as_dict() for r in _assumption_rows(points if len(points) else all_points)],
-        plot=[_bound_plot(all_points, T), _map_plot(experiment)],
+        plot=[_bound_plot(all_points, T), _map_plot(experiment, sorted(set(points["config"])))],  # a judged instance
         details={"reading": "time index read as T (the printed reading, one exponent T for every t+1 <= T, is "
                             "counted in printed_reading_violated); bound at the larger of (L, mu) exact for F and "
                             "(max_k L_k, min_k mu_k); A in the summary from the exact (L, mu); delta^2 = sup over the "
@@ -373,13 +375,14 @@ def check_e14(ctx: VerifyContext) -> Verdict:
 
 def _e14_plot(table):
     """Each (instance, step size) at (lambda / threshold, lambda L/2), by measured outcome: a
-    cell that diverges left of the threshold line violates the claim."""
+    cell that diverges left of the threshold line violates the claim (ringed)."""
     series = []
     for measured, marker in (("converges", "o"), ("diverges", "X"), ("inconclusive", "s")):
         rows = table[table["measured"] == measured]
         if len(rows):
             series.append({"label": f"measured: {measured}", "x": (rows["step_size"] / rows["threshold"]).tolist(),
-                           "y": (rows["step_size"] * rows["L_exact"] / 2).tolist(), "marker": marker})
+                           "y": (rows["step_size"] * rows["L_exact"] / 2).tolist(), "marker": marker,
+                           "fails": (rows["disagreement"] == "A<1 but diverges").tolist()})  # what the verdict counts
     return {"kind": "scatter", "logx": True, "logy": True, "series": series,
             "reference": [{"x": 1.0, "label": "eq. (14): A = 1"}, {"y": 1.0, "label": "lambda = 2/L"}],
             "xlabel": "lambda / eq. (14) threshold (A < 1 left of 1)", "ylabel": "lambda L / 2 (GD stable below 1)",

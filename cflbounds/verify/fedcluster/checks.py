@@ -264,12 +264,15 @@ def check_h(ctx: VerifyContext) -> Verdict:
                f"largest H_cluster/H_device {evidence['ratio_max_ball']:.3g} (ball), "
                + ", ".join(f"{kind} {value:.3g}" for kind, value in by_kind.items()) + " on average")
     rate = table[(table["measure"] == "ball") & (table["family"] == "tradeoff")]
-    plot = {"kind": "line", "title": "FC.H: H_cluster / H_device (sup over the stated ball) by partition",
-            "xlabel": "clusters M", "ylabel": "mean H_cluster / H_device", "logx": True,
+    # the verdict counts every trial's exceedance: the figure shows the largest ratio, as ratio_max_ball does
+    plot = {"kind": "line", "title": "FC.H: largest H_cluster / H_device over the trials (sup over the stated ball) "
+                                     "by partition",
+            "xlabel": "clusters M", "ylabel": "max H_cluster / H_device", "logx": True,
             "x": sorted(rate["M"].unique().tolist()),
-            "series": [{"label": kind, "x": rows["M"].tolist(), "y": rows["ratio_mean"].tolist()}
-                       for kind, rows in ((k, rate[rate["partition"] == k].groupby("M", as_index=False)["ratio_mean"]
-                                           .mean()) for k in TRADEOFF_KINDS) if len(rows)]}
+            "series": [{"label": kind, "x": rows["M"].tolist(), "y": rows["ratio_max"].tolist()}
+                       for kind, rows in ((k, rate[rate["partition"] == k].groupby("M", as_index=False)["ratio_max"]
+                                           .max()) for k in TRADEOFF_KINDS) if len(rows)],
+            "reference": [{"y": 1.0, "label": "H_cluster = H_device; above: violated"}]}
     exceed = evidence["exceed"] + evidence["trivial_exceed"]
     return Verdict("FC.H", "holds" if exceed == 0 else "violated", evidence, ctx.seed, evidence["comparisons"], 1.0,
                    summary, plot=[plot],

@@ -1,0 +1,351 @@
+"""What the report says, decided once for its two renderers (the PDF and the HTML page).
+
+A run becomes a :class:`RunSummary` (the verdicts at a glance: one line per claim, the counts
+by verdict, the run's settings) and one :class:`ClaimEntry` per claim: a list of blocks in
+reading order — statement, verdict, the figure that decided it, the error with its traceback,
+the counterexample with the command that replays it, the evidence, the assumptions — and the
+command that reproduces the claim. Blocks marked ``optional`` (further figures, assumption
+rows with room to spare, notes) are what a renderer with a page budget may leave out; it says
+so. Entries are plain verdict dicts (``Verdict.to_dict()``), so the falsify run directory's
+entries (:func:`cflbounds.falsify.outputs.report_entry`) pass through the same builder.
+"""
+from __future__ import annotations
+
+import numbers
+import re
+from collections import Counter
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from ..verify.verdict import figure_specs
+from .figures import has_plot_content, single_value
+
+__all__ = ["VERDICT_COLORS", "VERDICT_ORDER", "Paragraph", "Code", "Plot", "Table", "ClaimEntry", "ClaimLine",
+           "RunSummary", "claim_entry", "entries_of", "with_evidence_shown", "run_summary", "format_value", "anchor",
+           "verify_command"]
+
+VERDICT_COLORS = {
+    "holds": "#8fd19e",
+    "rate-consistent": "#8fd19e",
+    "violated": "#f1948a",
+    "rate-inconsistent": "#f1948a",
+    "vacuous": "#f8c471",
+    "unsatisfiable": "#f8c471",
+    "inconclusive": "#b0b0b0",
+    "not-implemented": "#e6e6e6",
+    "error": "#c39bd3",  # the claim's own code failed: not judged
+    "no counterexample found": "#aed6f1",  # cflbounds falsify: the search and its confirmation found none
+}
+# DESIGN.md's precedence, most serious first: the counts on page 1 read in this order
+VERDICT_ORDER = ("error", "violated", "rate-inconsistent", "vacuous", "unsatisfiable", "inconclusive", "holds",
+                 "rate-consistent", "no counterexample found", "not-implemented")
+ESSENTIAL_ASSUMPTIONS = 3  # assumption rows always shown: every failing one, then the tightest up to this many
+ESSENTIAL_EVIDENCE = 24  # evidence always shown: the claim's first quantities (it lists the deciding ones first)
+_COMMAND_DETAILS = ("replay",)  # details that are commands: shown as code, not as a table cell
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    """Text under an optional heading; ``role`` "lead" (the verdict's own words), "body" or "muted"."""
+    text: str
+    title: str = ""
+    role: str = "body"
+    optional: bool = False
+
+
+@dataclass(frozen=True)
+class Code:
+    """Monospace text to copy or read as is: a command, a traceback."""
+    text: str
+    title: str = ""
+    optional: bool = False
+
+
+@dataclass(frozen=True)
+class Plot:
+    """A figure spec (:func:`cflbounds.reports.figures.plot_from_spec`)."""
+    spec: dict
+    optional: bool = False
+
+
+@dataclass(frozen=True)
+class Table:
+    """Rows of text cells; ``widths`` shares of the text width; ``fills`` a background colour
+    (or None) per cell; ``pairs`` marks a quantity-value table a renderer may fold into two
+    pairs per row."""
+    title: str
+    columns: list
+    rows: list
+    widths: list
+    fills: list | None = None
+    pairs: bool = False
+    optional: bool = False
+
+
+@dataclass(frozen=True)
+class ClaimEntry:
+    """One claim's section: its ID, verdict, the anchor naming it in the HTML page, one line
+    of run facts (trials, confidence, seed, scale, seconds), the command that checks it again
+    (shown under its name) and its blocks."""
+    id: str
+    verdict: str
+    anchor: str
+    facts: str
+    reproduce: str = ""
+    blocks: list = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ClaimLine:
+    """A claim's line on page 1: ID, verdict, the summary's first clause, its paper."""
+    id: str
+    verdict: str
+    headline: str
+    paper: str
+    anchor: str
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """Page 1: the title, the run's settings as (name, value), the counts by verdict (most
+    serious first) and one line per claim."""
+    title: str
+    settings: list
+    counts: list
+    lines: list
+
+
+def format_value(value) -> str:
+    """Numbers to 4 significant digits (integers exactly; inf and nan by name), None as a dash,
+    lists per item."""
+    if value is None:
+        return "–"
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    if isinstance(value, numbers.Real):
+        return f"{value:.4g}"
+    if isinstance(value, (list, tuple)):
+        shown = ", ".join(format_value(v) for v in value[:4])
+        return f"[{shown}, … ({len(value)} values)]" if len(value) > 4 else f"[{shown}]"
+    return str(value)
+
+
+def anchor(claim_id: str) -> str:
+    """The HTML id of a claim's section: ``claim-`` and the ID, any character outside
+    letters, digits, ``.``, ``-`` and ``_`` replaced by ``_`` (``claim-IFCA.A3-6``)."""
+    return "claim-" + re.sub(r"[^A-Za-z0-9._-]", "_", str(claim_id))
+
+
+def verify_command(verdict: dict, device: str | None = None) -> str:
+    """The command that checks this claim again as this run did (a CUDA run's device named:
+    its sums differ in the last digits)."""
+    parts = ["cflbounds", "verify", verdict.get("id", "")]
+    if verdict.get("scale"):
+        parts += ["--scale", str(verdict["scale"])]
+    if verdict.get("seed") is not None:
+        parts += ["--seed", str(verdict["seed"])]
+    if device and device.startswith("cuda"):
+        parts += ["--device", "cuda"]
+    return " ".join(parts)
+
+
+def _headline(summary: str) -> str:
+    """The summary's first clause (up to its first ';'), the rest being the claim's page's."""
+    return str(summary or "").split(";")[0].strip()
+
+
+def run_summary(verdicts: list[dict], title: str, metadata: dict | None, generated) -> RunSummary:
+    """Page 1's content: settings from the run's metadata (scale, seed, device, version,
+    revision, date, command) or, without metadata, what the verdicts state."""
+    metadata = metadata or {}
+    settings = []
+    for name in ("scale", "seed"):
+        values = sorted({str(v[name]) for v in verdicts if v.get(name) not in (None, "")})
+        value = metadata.get(name, ", ".join(values) if values else None)
+        if value not in (None, ""):
+            settings.append((name, str(value)))
+    for name, key in (("device", "device"), ("executor", "executor")):
+        if metadata.get(key):
+            settings.append((name, str(metadata[key])))
+    version = metadata.get("cflbounds")
+    revision = metadata.get("revision")
+    if version or revision:
+        settings.append(("cflbounds", " ".join(filter(None, [version, f"({str(revision)[:12]})" if revision else ""]))))
+    when = metadata.get("finished") or metadata.get("started")
+    settings.append(("date", str(when).replace("T", " ") if when else f"{generated:%Y-%m-%d %H:%M:%S %Z} (report)"))
+    if metadata.get("command"):
+        settings.append(("command", " ".join(str(word) for word in metadata["command"])))
+    counts = Counter(v.get("verdict", "") for v in verdicts)
+    ordered = sorted(counts.items(), key=lambda item: (VERDICT_ORDER.index(item[0]) if item[0] in VERDICT_ORDER
+                                                       else len(VERDICT_ORDER), item[0]))
+    lines = [ClaimLine(str(v.get("id", "")), str(v.get("verdict", "")), _headline(v.get("summary")),
+                       str(v.get("id", "")).split(".")[0], anchor(v.get("id", ""))) for v in verdicts]
+    return RunSummary(title, settings, ordered, lines)
+
+
+def _facts(verdict: dict) -> str:
+    facts = [f"{name} {format_value(verdict.get(name))}" for name in ("trials", "confidence", "seed")
+             if verdict.get(name) is not None]
+    facts += [f"scale {verdict['scale']}"] if verdict.get("scale") else []
+    facts += [f"{float(verdict['seconds']):.1f} s"] if verdict.get("seconds") else []
+    return " · ".join(facts)
+
+
+def _figure_blocks(specs: list[dict]) -> list:
+    """The deciding figure (the first spec), then the others as optional; a bar chart whose
+    bars all have one value is said in a sentence instead of drawn."""
+    blocks = []
+    for index, spec in enumerate(s for s in specs if has_plot_content(s)):
+        value = single_value(spec)
+        if value is None:
+            blocks.append(Plot(spec, optional=index > 0))
+            continue
+        names = [str(x) for x in spec.get("x", [])]
+        failing = [name for s in spec["series"] for name, fail in zip(names, s.get("fails") or []) if fail]
+        label = spec["series"][0].get("label") or spec.get("ylabel") or "value"
+        which = f"the one {spec.get('xlabel') or 'bar'} ({names[0]})" if len(names) == 1 else \
+            f"each of the {len(names)} {spec.get('xlabel') or 'bars'}s"
+        text = (f"{spec.get('title') or 'Figure'} — not drawn: {label} is {format_value(value)} for {which}"
+                + (f"; failing: {', '.join(failing)}" if failing else "") + ".")
+        blocks.append(Paragraph(text, role="muted", optional=index > 0))
+    return blocks
+
+
+def _error_blocks(details: dict) -> list:
+    """A claim whose own code failed: what raised where, and the traceback as code."""
+    if not any(key.startswith("error_") for key in details):
+        return []
+    where = " ".join(filter(None, [details.get("error_kind", ""), f"at {details['error_where']}"
+                                   if details.get("error_where") else ""]))
+    text = (f"The claim's own code failed during its {details.get('error_stage', 'check')}: {where}: "
+            f"{details.get('error_message', '')}")
+    blocks = [Paragraph(text, title="Error")]
+    if details.get("error_traceback"):
+        blocks.append(Code(str(details["error_traceback"]).rstrip(), title="Traceback"))
+    return blocks
+
+
+def _point(parameters: dict) -> str:
+    return ", ".join(f"{name} = {format_value(value)}" for name, value in (parameters or {}).items())
+
+
+def _search_blocks(verdict: dict) -> list:
+    """The designed experiment's own result and the search's, when a search changed the
+    verdict; the counterexample with the command that replays it."""
+    designed, search = verdict.get("designed"), verdict.get("search")
+    lines = []
+    if designed:
+        lines.append(f"designed experiment: {designed.get('verdict', '')}"
+                     + (f" — {designed['summary']}" if designed.get("summary") else ""))
+    if not search:
+        return [Paragraph("\n".join(lines))] if lines else []
+    example = search.get("counterexample")
+    found = f" at {_point(example.get('parameters'))}" if example and example.get("parameters") else ""
+    counts = [f"best measured/allowed {format_value(search.get('best_ratio'))}" if search.get("best_ratio") is not None
+              else "", f"{format_value(search.get('evaluations'))} evaluations" if search.get("evaluations") is not None
+              else "", f"{float(search['seconds']):.1f} s" if search.get("seconds") is not None else ""]
+    lines.append(f"search: {search.get('outcome', '')}{found} ({', '.join(filter(None, counts))})"
+                 + (f"; coverage: {search['coverage']}" if search.get("coverage") else ""))
+    blocks = [Paragraph("\n".join(lines))]
+    if example:
+        rows = [[str(name), format_value(value)] for name, value in (example.get("parameters") or {}).items()]
+        rows += [[name, format_value(example.get(name))] for name in ("seed", "measured", "bound", "ratio")
+                 if name in example]
+        confirmation = search.get("confirmation")
+        if confirmation:
+            rows += [["confirmation trials", format_value(confirmation.get("trials"))],
+                     ["confirmation interval", format_value(confirmation.get("interval"))]]
+            if confirmation.get("summary"):
+                rows.append(["confirmation", str(confirmation["summary"])])
+        blocks.append(Table("Counterexample", ["parameter", "value"], rows, [0.5, 0.5], pairs=True))
+    if search.get("replay"):
+        blocks.append(Code(str(search["replay"]), title="Replay the counterexample"))
+    return blocks
+
+
+def _evidence_blocks(rows: list, shown: int) -> list:
+    """The evidence: its first ``shown`` quantities (a claim lists the deciding ones first),
+    then the others as an optional table."""
+    blocks = [Table("Evidence", ["quantity", "value"], rows[:shown], [0.68, 0.32], pairs=True)] if rows else []
+    if len(rows) > shown:
+        blocks.append(Table(f"Evidence: the other {len(rows) - shown} quantities", ["quantity", "value"],
+                            rows[shown:], [0.68, 0.32], pairs=True, optional=True))
+    return blocks
+
+
+def with_evidence_shown(entry: ClaimEntry, shown: int) -> ClaimEntry:
+    """``entry`` with only the first ``shown`` evidence quantities essential (what a page with
+    little room prints; the others stay in the entry, optional)."""
+    evidence = [b for b in entry.blocks if isinstance(b, Table) and b.title.startswith("Evidence")]
+    if not evidence:
+        return entry
+    rows = [row for table in evidence for row in table.rows]
+    at = entry.blocks.index(evidence[0])
+    blocks = [b for b in entry.blocks if b not in evidence]
+    return replace(entry, blocks=blocks[:at] + _evidence_blocks(rows, shown) + blocks[at:])
+
+
+def _assumption_blocks(assumptions: list[dict]) -> list:
+    """The assumption rows, failing first then by slack: those and the tightest up to
+    :data:`ESSENTIAL_ASSUMPTIONS`, then the rest (optional)."""
+    keys = ["name", "lhs", "relation", "rhs", "slack", "holds", "source"]
+    widths = [0.2, 0.11, 0.09, 0.12, 0.11, 0.07, 0.30]
+
+    def slack(row):
+        try:
+            return float(row.get("slack"))
+        except (TypeError, ValueError):
+            return float("inf")
+
+    ordered = sorted(assumptions, key=lambda row: (bool(row.get("holds")), slack(row)))
+    shown = max(ESSENTIAL_ASSUMPTIONS, sum(not row.get("holds") for row in ordered))
+
+    def table(rows, title, optional):
+        cells = [[format_value(row.get(key)) for key in keys] for row in rows]
+        fills = [[None] * 5 + [VERDICT_COLORS["holds" if row.get("holds") else "violated"], None] for row in rows]
+        return Table(title, keys, cells, widths, fills, optional=optional)
+
+    blocks = [table(ordered[:shown], "Assumptions", False)] if ordered else []
+    if len(ordered) > shown:
+        blocks.append(table(ordered[shown:], f"Assumptions: the other {len(ordered) - shown} rows (all hold with "
+                                             "more room)", True))
+    return blocks
+
+
+def claim_entry(verdict: dict, *, reproduce: str | None = None) -> ClaimEntry:
+    """The blocks of one claim's section. ``reproduce``: the command that checks the claim
+    again (:func:`verify_command` for a verify run; a falsify run gives its own)."""
+    details = dict(verdict.get("details") or {})
+    blocks = []
+    if verdict.get("statement"):
+        blocks.append(Paragraph(str(verdict["statement"]), title="Statement"))
+    if verdict.get("summary"):
+        blocks.append(Paragraph(str(verdict["summary"]), title="Verdict", role="lead"))
+    blocks += _search_blocks(verdict)
+    blocks += _error_blocks(details)
+    figures = _figure_blocks(figure_specs(verdict.get("plot")))
+    blocks += [b for b in figures if not b.optional]
+    for key in _COMMAND_DETAILS:
+        if details.get(key):
+            blocks.append(Code(str(details[key]), title=key.capitalize()))
+    blocks += _evidence_blocks([[str(name), format_value(value)]
+                                for name, value in (verdict.get("evidence") or {}).items()], ESSENTIAL_EVIDENCE)
+    blocks += _assumption_blocks(verdict.get("assumptions") or [])
+    blocks += [b for b in figures if b.optional]
+    notes = {key: value for key, value in details.items()
+             if not key.startswith("error_") and key not in _COMMAND_DETAILS}
+    if notes:
+        blocks.append(Table("Details", ["detail", "value"], [[str(k), str(v)] for k, v in notes.items()],
+                            [0.22, 0.78], optional=True))
+    return ClaimEntry(str(verdict.get("id", "")), str(verdict.get("verdict", "")), anchor(verdict.get("id", "")),
+                      _facts(verdict), reproduce or "", blocks)
+
+
+def entries_of(verdicts: list[dict], reproduce=None) -> list[ClaimEntry]:
+    """The claim entries of ``verdicts`` in their order; ``reproduce(verdict)`` gives a
+    claim's command (none without it: a verify run passes :func:`verify_command`, a falsify
+    run its own)."""
+    return [claim_entry(v, reproduce=reproduce(v) if reproduce else None) for v in verdicts]
