@@ -233,15 +233,16 @@ def _point(parameters: dict) -> str:
 
 
 def _search_blocks(verdict: dict) -> list:
-    """The designed experiment's own result and the search's, when a search changed the
-    verdict; the counterexample with the command that replays it."""
+    """The designed experiment's own result and the search's, when ``verify`` searched the
+    claim (they replace the combined summary, which says the same in one line); the
+    counterexample with the command that replays it."""
     designed, search = verdict.get("designed"), verdict.get("search")
     lines = []
     if designed:
         lines.append(f"designed experiment: {designed.get('verdict', '')}"
                      + (f" — {designed['summary']}" if designed.get("summary") else ""))
     if not search:
-        return [Paragraph("\n".join(lines))] if lines else []
+        return [Paragraph("\n".join(lines), title="Verdict", role="lead")] if lines else []
     example = search.get("counterexample")
     found = f" at {_point(example.get('parameters'))}" if example and example.get("parameters") else ""
     counts = [f"best measured/allowed {format_value(search.get('best_ratio'))}" if search.get("best_ratio") is not None
@@ -249,7 +250,7 @@ def _search_blocks(verdict: dict) -> list:
               else "", f"{float(search['seconds']):.1f} s" if search.get("seconds") is not None else ""]
     lines.append(f"search: {search.get('outcome', '')}{found} ({', '.join(filter(None, counts))})"
                  + (f"; coverage: {search['coverage']}" if search.get("coverage") else ""))
-    blocks = [Paragraph("\n".join(lines))]
+    blocks = [Paragraph("\n".join(lines), title="Verdict", role="lead")]  # the summary, reading by reading
     if example:
         rows = [[str(name), format_value(value)] for name, value in (example.get("parameters") or {}).items()]
         rows += [[name, format_value(example.get(name))] for name in ("seed", "measured", "bound", "ratio")
@@ -322,7 +323,7 @@ def claim_entry(verdict: dict, *, reproduce: str | None = None) -> ClaimEntry:
     blocks = []
     if verdict.get("statement"):
         blocks.append(Paragraph(str(verdict["statement"]), title="Statement"))
-    if verdict.get("summary"):
+    if verdict.get("summary") and not verdict.get("designed"):
         blocks.append(Paragraph(str(verdict["summary"]), title="Verdict", role="lead"))
     blocks += _search_blocks(verdict)
     blocks += _error_blocks(details)
