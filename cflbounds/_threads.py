@@ -5,14 +5,16 @@ holding one of two cores, a 2-thread op waits for a descheduled partner and runs
 times slower than on 1 thread (benchmarks/bench_verify_load.py measures it). ``--threads auto``
 (the default of ``verify`` and ``sweep``) therefore gives torch the cores nobody else is using,
 judged from the machine's CPU time minus this process's (and its children's) over the last
-interval, and re-judged between claims. Results do not depend on the thread count.
+interval, and re-judged between claims. Results do not depend on the thread count: work
+whose kernels would round differently on another thread count runs in :func:`one_torch_thread`.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 
-__all__ = ["OtherLoad", "idle_cores", "ThreadGovernor"]
+__all__ = ["OtherLoad", "idle_cores", "ThreadGovernor", "one_torch_thread"]
 
 MIN_TICKS = 20  # clock ticks (usually 1/100 s each) of all CPUs: the shortest interval judged
 
@@ -90,3 +92,29 @@ class ThreadGovernor:
     def adjust(self) -> None:
         if self.auto:
             self._set(idle_cores(self.load))
+
+
+@contextlib.contextmanager
+def one_torch_thread():
+    """Run the enclosed torch work on one intra-op thread, then give the caller's count back
+    (usable as a decorator; a nested use changes nothing).
+
+    For float64 numbers that are stored: a kernel on several threads may split a reduction
+    between them (measured with torch 2.13's MKL on 2 cores, 2026-11-28: a Cholesky factor, the
+    batched mat-vec ``X_i model`` and a float32 GEMM over 256 points each changed in their last
+    bits from 1 to 2 threads), so the result would follow ``--threads``, the machine's cores
+    and the executor (a Ray task computes on one CPU). On one thread every kernel is the same
+    code whatever the caller's count, so the result depends on the inputs alone (on one CPU
+    type: another CPU's kernels may round otherwise). Cost: the enclosed work loses its
+    parallelism; switching costs about a microsecond."""
+    import torch
+
+    threads = torch.get_num_threads()
+    if threads == 1:
+        yield
+        return
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)

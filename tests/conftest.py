@@ -1,10 +1,11 @@
-"""Shared test settings: the Hypothesis profiles and one torch thread.
+"""Shared test settings: the Hypothesis profiles and one torch thread (or ``$CFLBOUNDS_TEST_THREADS``).
 
 Property tests take their settings from :func:`examples`, never from a bare
 ``settings(max_examples=..., derandomize=...)``: the loaded profile decides how many
 examples run and whether they are drawn from a fixed seed (``tests/test_hypothesis_settings.py``
 keeps it so).
 """
+import contextlib
 import os
 import sys
 from importlib.metadata import EntryPoint
@@ -43,6 +44,24 @@ def examples(count: int, **options) -> settings:
     return settings(max_examples=max(1, round(count * settings.default.max_examples / _DEFAULT_EXAMPLES)), **options)
 
 
+THREADS_ENV = "CFLBOUNDS_TEST_THREADS"
+_THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def session_threads() -> int | None:
+    """``$CFLBOUNDS_TEST_THREADS`` as a thread count (None when unset)."""
+    text = os.environ.get(THREADS_ENV, "")
+    if not text:
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise pytest.UsageError(f"{THREADS_ENV} must be an int >= 1 (a thread count). Got {text!r} instead.")
+    return int(text)
+
+
+def pytest_configure(config):
+    session_threads()  # a bad value stops the session before any test, in one line
+
+
 @pytest.fixture(scope="session", autouse=True)
 def single_torch_thread():
     """One intra-op thread for the whole suite. The runs are thousands of small torch ops; with
@@ -50,13 +69,28 @@ def single_torch_thread():
     7-50x slower, a Fig. 2 cell 0.3 s vs 17 s) while the results are bit-identical.
     The CLI's ``--threads auto`` (its default) would change it mid-session when a test runs a
     command in-process, so ``torch.set_num_threads`` is a no-op for the session (tests of the
-    thread setting record its calls with their own monkeypatch)."""
-    previous, set_threads = torch.get_num_threads(), torch.set_num_threads
-    set_threads(1)
-    torch.set_num_threads = lambda threads: None
-    yield
-    torch.set_num_threads = set_threads
-    set_threads(previous)
+    thread setting record its calls with their own monkeypatch).
+
+    ``CFLBOUNDS_TEST_THREADS=N`` runs the session on N threads everywhere instead: torch's,
+    numpy's and scipy's BLAS and OpenMP (threadpoolctl), and, through ``OMP_NUM_THREADS``,
+    ``MKL_NUM_THREADS`` and ``OPENBLAS_NUM_THREADS``, every process a test starts. A test may
+    only assert what holds at any thread count (DESIGN.md, "Determinism"): the suite passes
+    unset and at 1 (``.ci/run`` runs the floating-point files at 1)."""
+    threads = session_threads()
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads or 1)
+    with pytest.MonkeyPatch.context() as patch, contextlib.ExitStack() as limits:
+        patch.setattr(torch, "set_num_threads", lambda threads: None)
+        if threads is not None:
+            import scipy.linalg  # noqa: F401  (scipy's own BLAS loaded, so that the limit reaches it)
+            from threadpoolctl import threadpool_limits
+
+            limits.enter_context(threadpool_limits(limits=threads))
+            for name in _THREAD_VARIABLES:
+                patch.setenv(name, str(threads))
+        yield
+    torch.set_num_threads(previous)
+
 
 pytest_plugins = ("pytester",)  # tests/test_pytest_plugin.py runs pytest sessions of its own
 

@@ -19,13 +19,15 @@ KEYS = ["trial", "restart", "step_size"]
 # hundred steps of size <= 1 on O(1) models stays far below 1e-4
 FLOAT32_TOLERANCE = 1e-4
 # A run that finished in both is computed in batches of other widths (runs leave, step sizes go in
-# waves), which a float32 GEMM rounds differently. At a stable step size (stable_step_sizes) that
-# stays at rounding level: measured at most 3e-8 between widths 9 and 6 (official, d = 50,
-# m = n = 16, r = 0.1, sigma = 0.4). At an unstable one (step 1.0 here) the runs are chaotic and
-# no tolerance holds: the same width change moved one by 1.4e-4, early exit by 7 %, and in float64
-# early exit and full runs of that cell, identical to the last bit at steps 0.1 and 0.01, end
-# 41 % apart at step 1.0 (test_unstable_steps_are_chaotic_even_in_float64). Those runs are
-# compared by outcome only.
+# waves), which a GEMM may round differently (whether it does depends on the CPU's kernels and
+# the thread count). At a stable step size (stable_step_sizes) that stays at rounding level:
+# measured at most 3e-8 between widths 9 and 6 (official, d = 50, m = n = 16, r = 0.1,
+# sigma = 0.4). At an unstable one (step 1.0 here) the runs oscillate and may amplify a last-bit
+# difference without limit: on one CPU the same width change moved one by 1.4e-4, early exit by
+# 7 %, and in float64 early exit and full runs of that cell, identical to the last bit at steps
+# 0.1 and 0.01, ended 41 % apart at step 1.0, while on another CPU they ended bit-identical (issue
+# 24). No tolerance holds for all machines, so those runs are compared by outcome only
+# (test_stable_steps_agree_in_float64_and_unstable_ones_by_outcome).
 FINISHED_RTOL = 1e-4
 
 
@@ -125,19 +127,22 @@ def test_early_exit_keeps_outcomes_small_cells(variant):
     assert all(counts.values()), counts
 
 
-def test_unstable_steps_are_chaotic_even_in_float64():
-    """Why runs at unstable step sizes are compared by outcome only: in float64, where batch width
-    changes only the last bits, early exit and full runs agree to 1e-12 at the stable steps and
-    end far apart (41 % measured) at step 1.0, which is not stable here."""
+def test_stable_steps_agree_in_float64_and_unstable_ones_by_outcome():
+    """Why runs at unstable step sizes are compared by outcome only. In float64, where a batch of
+    another width can change only the last bits, early exit and full runs agree to 1e-12 at the
+    stable steps: gradient descent contracts there, so a rounding difference stays at rounding
+    level (1e-12 is about 5000 ulps; measured: identical). At step 1.0, not stable here, nothing
+    bounds how far a last-bit difference grows (41 % apart on one CPU, identical on another:
+    FINISHED_RTOL's comment), so nothing is asserted about it; the trials' outcomes agree."""
     (cell, early, full), = run_both("a", "official", {"d": [50], "m": [16], "n": [16], "r": [0.1], "sigma": [0.4]},
                                     trials=4, restarts=3, iterations=300, dtype="float64")
     assert stable_step_sizes(cell) == [0.1, 0.01]
     both = early[KEYS + ["dist_nearest"]].merge(full[KEYS + ["dist_nearest"]], on=KEYS, suffixes=("_early", ""))
     both = both[np.isfinite(both["dist_nearest_early"]) & np.isfinite(both["dist_nearest"])]
     apart = (both["dist_nearest_early"] - both["dist_nearest"]).abs() / both["dist_nearest"]
-    stable = both["step_size"] < 1.0
+    stable = both["step_size"].isin(stable_step_sizes(cell))
     assert stable.sum() > 0 and (apart[stable] <= 1e-12).all()
-    assert apart[~stable].max() > 0.01
+    assert trial_outcomes(early)["success"].tolist() == trial_outcomes(full)["success"].tolist()
 
 
 @pytest.mark.slow

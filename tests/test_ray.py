@@ -25,8 +25,8 @@ ray = pytest.importorskip("ray", reason="ray is not installed (optional extra cf
 
 SWEEP = ["sweep", "ifca-fig2", "--panel", "c", "--variant", "official", "--m", "20", "--n", "20", "--d", "50",
          "--r", "0.5", "--sigma", "0.1", "--trials", "4", "--device", "cpu"]
-# IFCA.F2 runs a sweep inside its claim's task (nested tasks); MGD.L2's evidence changes in the
-# last digits with numpy's BLAS thread count (a task gets the driver's, not Ray's one)
+# IFCA.F2 runs a sweep inside its claim's task (nested tasks); MGD.L2's evidence used to change in
+# the last digits with numpy's BLAS thread count (tests/test_thread_count.py compares thread counts)
 CLAIMS = ["IFCA.F2", "LCFL.E8", "MGD.L2"]
 
 

@@ -2,6 +2,8 @@
 with ``ray start`` as a process of its own (one CPU each, on 127.0.0.1), joined through
 ``--address`` by the command line run as a user would run it; and a worker process killed while
 a sweep runs on it. The test stops both nodes itself, by the ids of the processes it started.
+Each task computes on one CPU and the local runs it is compared with on two threads (where the
+machine has two CPUs): the same bytes either way (issue 29).
 
 The cluster uses Ray's token authentication with a token of its own (RAY_AUTH_MODE=token and
 RAY_AUTH_TOKEN in every process of it, drivers included): since Ray 2.5x a local ``ray.init``
@@ -34,6 +36,9 @@ LONG_SWEEP = ["sweep", "ifca-fig2", "--panel", "c", "--variant", "official", "--
               "--d", "200", "--r", "0.3", "--sigma", "0.1", "--trials", "8", "--device", "cpu"]
 LONG_CELLS = 4
 CLAIMS = ["IFCA.F2", "LCFL.E8"]
+# the local runs compare with: two torch threads where the machine has two CPUs (each Ray task
+# computes on one), whatever --threads auto would choose on a busy machine
+LOCAL = ["--executor", "local", "--threads", str(min(2, os.cpu_count() or 1))]
 NODE_OPTIONS = ["--node-ip-address=127.0.0.1", "--num-cpus=1", "--object-store-memory=100000000",
                 "--disable-usage-stats", "--block"]
 
@@ -160,7 +165,7 @@ def _cell_files(directory: Path) -> dict[str, bytes]:
 def clean_long_sweep(tmp_path_factory) -> dict[str, bytes]:
     """The cell files of LONG_SWEEP run locally, uninterrupted."""
     out = tmp_path_factory.mktemp("clean")
-    clean = _cflbounds(*LONG_SWEEP, "--executor", "local", "--out", out)
+    clean = _cflbounds(*LONG_SWEEP, *LOCAL, "--out", out)
     assert clean.returncode == 0, clean.stderr
     files = _cell_files(out)
     assert len(files) == LONG_CELLS
@@ -171,15 +176,14 @@ def test_sweep_and_verify_on_the_cluster_equal_the_local_run(cluster, tmp_path):
     address, _ = cluster
     on_cluster = _cflbounds(*SWEEP, "--executor", "ray", "--address", address, "--out", tmp_path / "A")
     assert on_cluster.returncode == 0, on_cluster.stderr
-    local = _cflbounds(*SWEEP, "--executor", "local", "--out", tmp_path / "B")
+    local = _cflbounds(*SWEEP, *LOCAL, "--out", tmp_path / "B")
     assert local.returncode == 0, local.stderr
     assert _cell_files(tmp_path / "A") == _cell_files(tmp_path / "B") != {}
 
     verdicts = {}
     for executor in ("ray", "local"):
-        where = ["--address", address] if executor == "ray" else []
-        run = _cflbounds("verify", *CLAIMS, "--scale", "smoke", "--json", "--executor", executor, *where,
-                         "--out", tmp_path / f"verify-{executor}")
+        where = ["--executor", "ray", "--address", address] if executor == "ray" else LOCAL
+        run = _cflbounds("verify", *CLAIMS, "--scale", "smoke", "--json", *where, "--out", tmp_path / f"verify-{executor}")
         assert run.returncode == 0, run.stderr
         verdicts[executor] = [{k: v for k, v in verdict.items() if k != "seconds"}
                               for verdict in json.loads(run.stdout)["verdicts"]]
@@ -252,7 +256,7 @@ def test_a_verify_driver_killed_mid_run_resumes_to_the_uninterrupted_verdicts(cl
     assert 1 <= len(kept) < len(claims)  # interrupted part-way
     resumed = _cflbounds(*argv, "--resume")
     assert resumed.returncode == 0, resumed.stderr
-    local = _cflbounds("verify", *claims, "--scale", "smoke", "--json", "--out", tmp_path / "verify-local")
+    local = _cflbounds("verify", *claims, "--scale", "smoke", "--json", *LOCAL, "--out", tmp_path / "verify-local")
     assert local.returncode == 0, local.stderr
 
     def verdicts(text):

@@ -31,6 +31,7 @@ import numpy as np
 from scipy import optimize
 
 from .._validation import ArrayLike, Constraint, Interval, Options, require
+from ._blas import one_blas_thread
 from ._constraints import AT_LEAST_ONE, COUNT, NONNEGATIVE, POSITIVE, PROBABILITY, PROPORTION, bound_params
 from ._report import BoundResult, Inequality
 
@@ -201,7 +202,8 @@ _WEIGHTS = lambda P: np.array([1.0, P, 2.0, 1.0, P])  # lambda5's weights on lam
 def optimal_lambdas(failure, *, v, sigma, L, mu, l, m, n_prime, P, delta, beta, c=1.0, **constants):
     """The lambdas minimising ``rho0`` subject to ``P lambda5 <= failure`` (a convex problem in
     log lambda; SLSQP), or None when ``4 P exp(-c l m) >= failure`` leaves no budget
-    (``c = inf`` leaves that term out of the budget)."""
+    (``c = inf`` leaves that term out of the budget). SLSQP runs on one BLAS thread: on two its
+    result moved in the ninth digit (:mod:`cflbounds.bounds._blas`)."""
     budget = failure / P - 4 * np.exp(-c * l * m)
     if budget <= 0:
         return None
@@ -210,10 +212,11 @@ def optimal_lambdas(failure, *, v, sigma, L, mu, l, m, n_prime, P, delta, beta, 
     start = np.log(np.full(5, budget / weights.sum()))
     scale = sum(rho0_terms(lambdas=np.exp(start), **problem).values())  # SLSQP's tolerance is absolute
     objective = lambda logs: sum(rho0_terms(lambdas=np.exp(logs), **problem).values()) / scale
-    result = optimize.minimize(objective, start, method="SLSQP", options={"ftol": 1e-12, "maxiter": 500},
-                               bounds=[(np.log(budget) - 60.0, np.log(budget))] * 5,
-                               constraints=[{"type": "ineq",
-                                             "fun": lambda logs: 1.0 - weights @ np.exp(logs) / budget}])
+    with one_blas_thread():
+        result = optimize.minimize(objective, start, method="SLSQP", options={"ftol": 1e-12, "maxiter": 500},
+                                   bounds=[(np.log(budget) - 60.0, np.log(budget))] * 5,
+                                   constraints=[{"type": "ineq",
+                                                 "fun": lambda logs: 1.0 - weights @ np.exp(logs) / budget}])
     lambdas = np.exp(result.x)
     return lambdas * min(1.0, budget / (weights @ lambdas))  # exactly feasible after the solver's tolerance
 

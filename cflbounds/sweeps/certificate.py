@@ -33,6 +33,8 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
+from .._threads import one_torch_thread
+
 __all__ = ["FinalDistanceCertificate"]
 
 
@@ -108,6 +110,7 @@ class FinalDistanceCertificate:
                    for labels in itertools.permutations(range(k), int(self.membership.max()) + 1))
 
     # -- the monitor ----------------------------------------------------------------------------
+    @one_torch_thread()  # the intervals are stored: the same digits on any thread count
     def __call__(self, view) -> np.ndarray:
         retire = np.zeros(view.run.shape, dtype=bool)
         assignment = view.assignment.cpu().numpy()

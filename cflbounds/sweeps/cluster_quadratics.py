@@ -26,6 +26,13 @@ arithmetic on the float64 copy of the data. Every bound includes the rounding of
 behind it (``gamma`` terms below, in the dtype used), so the bounds hold for the exact ``H``
 and ``b`` of that data; the fixed point's error comes from its gradient computed from the data
 in float64, not from the (float32-rounded) ``H``.
+
+Threads. Every public method computes on one torch thread (:func:`cflbounds._threads.one_torch_thread`):
+the Grams' chunk products, the Cholesky factorisations and the residuals' mat-vecs round
+differently on two threads than on one, and these numbers end in the stored rows (the
+certificate's ``final_lower``, ``final_upper``), which must not depend on ``--threads`` or the
+executor. At paper size this makes the certificate's Gram matrices about twice as slow on two
+threads (README, "The early-exit certificate").
 """
 from __future__ import annotations
 
@@ -34,6 +41,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
+from .._threads import one_torch_thread
 from .spectral_bounds import extreme_quotients, gamma, gershgorin_upper, lower_bound, upper_bound
 
 __all__ = ["ClusterQuadratic", "ClusterQuadratics"]
@@ -86,6 +94,7 @@ class ClusterQuadratics:
         over ``m`` (Alg. 1 line 13 divides the sum by m)."""
         return cls(features, responses, membership, gradient_factor / features.shape[0])
 
+    @one_torch_thread()
     def __init__(self, features: torch.Tensor, responses: torch.Tensor, membership, scale: float):
         self.features = features  # as given: the spectral norms' Gram matrices are computed in its dtype
         self.responses, self.scale = responses.double(), scale
@@ -177,6 +186,7 @@ class ClusterQuadratics:
             total = part if total is None else total + part
         return total, involved
 
+    @one_torch_thread()
     def quadratic(self, mask: np.ndarray) -> ClusterQuadratic | None:
         """The quadratic of the machines in boolean ``mask``; None when ``H`` is not certified
         positive definite (fewer points than dimensions, or numerically singular)."""
@@ -207,6 +217,7 @@ class ClusterQuadratics:
         factors = [self.contraction(members, step) for _, members in self._members]
         return None if None in factors else max(factors)
 
+    @one_torch_thread()
     def contraction(self, mask: np.ndarray, step: float) -> float | None:
         """:meth:`ClusterQuadratic.contraction` of ``mask``'s quadratic at ``step``, with a tight
         upper eigenvalue bound computed only if Gershgorin's would decide it; None when there
@@ -272,6 +283,7 @@ class ClusterQuadratics:
         """``X_i model - y_i`` of every machine, ``(m, n)`` in the copy's order (by true cluster)."""
         return torch.matmul(self._points, model) - self._sorted_responses
 
+    @one_torch_thread()
     def residual_norms(self, model: torch.Tensor, residuals: torch.Tensor | None = None) -> np.ndarray:
         """``||X_i model - y_i||`` for every machine (remembered per model: a model nobody
         chooses does not move, and is looked at again), from ``residuals`` if the caller has them
@@ -282,6 +294,7 @@ class ClusterQuadratics:
             self._residuals[key] = residuals.norm(dim=-1)[self._unsort].cpu().numpy()
         return self._residuals[key]
 
+    @one_torch_thread()
     def spectral_norms(self) -> np.ndarray:
         """Certified upper bounds on ``||X_i||_2`` for every machine: the largest eigenvalue of each
         machine's :meth:`_machine_grams` bounded by a Cholesky test in float64, placed by

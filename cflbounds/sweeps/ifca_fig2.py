@@ -94,9 +94,10 @@ def stable_step_sizes(cell: dict) -> list[float]:
     """The cell's step sizes at which every partition's gradient descent is stable: ``gamma *
     lambda_max < 2`` for the full data's Hessian ``(2/mn) X^T X`` (which bounds every cluster's),
     with its Marchenko-Pastur edge ``2 (1 + sqrt(d/mn))^2`` and a 10 % margin. Runs at larger
-    steps oscillate or blow up and amplify rounding (chaotically: two runs from the same start
-    whose float64 arithmetic differs in the last bit end 41 % apart, tests/test_certificate.py),
-    so their final distances can be reported but not compared between two computations."""
+    steps oscillate or blow up and may amplify rounding without limit (two runs from the same
+    start whose float64 arithmetic differed in the last bit ended 41 % apart on one CPU;
+    tests/test_certificate.py), so their final distances can be reported but not compared
+    between two computations that may round differently."""
     edge = 2.0 * (1.0 + math.sqrt(cell["d"] / (cell["m"] * cell["n"]))) ** 2
     return [step for step in STEP_SIZES[cell["k"]] if step * edge * 1.1 < 2.0]
 

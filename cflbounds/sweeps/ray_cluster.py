@@ -14,10 +14,13 @@ same on any attempt and any node: every seed is derived from cell and claim keys
 where or when a task runs.
 
 Threads: a task asks for one CPU, so Ray starts its worker with ``OMP_NUM_THREADS=1`` and torch
-computes on one thread (torch's results do not depend on it). numpy's and scipy's BLAS
-(OpenBLAS) would follow that variable too, and some checks' last digits do depend on the BLAS
-thread count (MGD.L2's and MGD.T1's evidence, measured 2026-11-27), so each task runs with the
-BLAS thread count of the process that submitted it (:func:`submitter`), as a local run would.
+computes on one thread. numpy's and scipy's BLAS (OpenBLAS) would follow that variable too; each
+task runs with the BLAS thread count of the process that submitted it (:func:`submitter`), as a
+local run would. No stored number depends on either count: the work whose last digits did (the
+early-exit certificate's float64 work, MGD.L2's and MGD.T1's SLSQP, measured 2026-11-27/28) runs
+on one thread whatever the setting (:func:`cflbounds._threads.one_torch_thread`,
+:mod:`cflbounds.bounds._blas`; tests/test_thread_count.py); passing the BLAS count on is a
+safeguard for work not yet shown to be independent of it.
 """
 from __future__ import annotations
 
