@@ -27,7 +27,7 @@ units. Units change only the conditioning: any positive units give the same SDP.
 """
 from __future__ import annotations
 
-from functools import lru_cache, partial
+from functools import cached_property
 from typing import Callable, Optional
 
 import numpy as np
@@ -77,6 +77,7 @@ TRACE_SETTINGS = {**_BASE, "tol_gap_abs": 1e-3, "tol_gap_rel": 1e-3, "tol_feas":
 CERTIFIED_GAP = 1e-6  # largest relative width (upper - lower)/upper of a "tight" value
 MAX_WIDTH = 1e-2  # largest relative width of a bracket returned as a value
 BASE_HORIZON = 20  # horizons up to this use the quadratic units
+_USABLE = 1e3  # a basis that cancels more (relative) is not worth a solve
 _INNER_MARGIN = 0.1  # the strictly feasible trajectory's class, F_{kappa + d, 1 - d}, d = 0.1 (1 - kappa)
 _CURVATURE_GRID = 257  # quadratics of F_{kappa,1} whose worst case is the lower bound and the units
 
@@ -105,32 +106,18 @@ def certified_worst_case(kappa, step, beta, iterations, start, metric,
     worst case's norms, the basis, the solver's status and the settings of the kept bracket.
     """
     setting = f"mu/L={kappa!r}, eta L={step!r}, beta={beta!r}, T={iterations}, start={start!r}, metric={metric!r}"
-    curvatures = np.linspace(kappa, 1.0, _CURVATURE_GRID)
-    errors = quadratic_errors(curvatures, step, beta, iterations + 1, start)  # t = 0..T+1
-    with np.errstate(over="ignore"):
-        final = errors[iterations]
-        quadratic = float(np.max(curvatures / 2 * final**2 if metric == "function-value" else final**2))
-        units = errors.max(axis=1)
-        representable = np.isfinite(quadratic) and np.all(np.isfinite(units**2))
-    if not representable:
-        raise PerformanceEstimationError(f"The performance-estimation SDP ({setting}) was not solved: the worst case "
-                                         f"over the quadratics of the class already leaves the float range.")
-    # an at-rest worst case over the quadratics can vanish at some t; any positive unit is exact,
-    # this one keeps every product of two units a normal float
-    units = np.maximum(units, np.finfo(float).tiny ** 0.25)
+    quadratic, units = _quadratics(kappa, step, beta, iterations, start, metric, setting)
     shorter = trajectory(-(-iterations // 2)) if iterations > BASE_HORIZON and trajectory is not None else None
     if shorter is not None:
         units = continued_units(units, shorter)
-    basis = min(BASES, key=lambda b: cancellation(step, beta, iterations, start, metric, units, b))
-    sdp = ScaledPEP(kappa, step, beta, iterations, start, metric, units, basis)
-    # solved at most once, on demand, and shared by the attempts
-    trace, inner = lru_cache(maxsize=None)(partial(_trace_bound, sdp)), lru_cache(maxsize=None)(partial(_inner, sdp))
+    formulations = _formulations(kappa, step, beta, iterations, start, metric, units)
     best, lower, reasons = None, quadratic, []
-    for settings in ATTEMPTS:  # every bracket is valid: keep the least upper and the largest lower end
+    # every bracket is valid: keep the least upper and the largest lower end over the attempts
+    for n, (settings, formulation) in enumerate((s, f) for s in ATTEMPTS for f in formulations):
         try:
-            bounds = _bounds(sdp, settings, lower, trace, inner)
+            bounds = _bounds(formulation, settings, lower)
         except _Uncertified as reason:
-            reasons.append(str(reason))
+            reasons.append(f"attempt {n + 1} ({formulation.basis}): {reason}")
             continue
         lower = max(lower, bounds["lower_bound"])
         if best is None or bounds["upper_bound"] < best["upper_bound"]:
@@ -143,55 +130,100 @@ def certified_worst_case(kappa, step, beta, iterations, start, metric,
         best = _with_lower(best, lower)
         if best["certified"] == "tight":
             break
-        reasons.append(f"a bracket [{best['lower_bound']:.10g}, {best['upper_bound']:.10g}] of relative width "
-                       f"{best['width']:.2g}")
+        reasons.append(f"attempt {n + 1} ({formulation.basis}): a bracket [{best['lower_bound']:.10g}, "
+                       f"{best['upper_bound']:.10g}] of relative width {best['width']:.2g}")
     if best is None or best["width"] > MAX_WIDTH:
         raise PerformanceEstimationError(f"The performance-estimation SDP ({setting}) could not be certified (no "
                                          f"bracket of relative width at most {MAX_WIDTH:g} on its metric at L = 1): "
-                                         + "; ".join(f"setting {n + 1}: {reason}" for n, reason in enumerate(reasons)))
+                                         + "; ".join(reasons))
     return best
 
 
-def _trace_bound(sdp: ScaledPEP) -> Optional[float]:
-    """A proven ``rho >= tr(G)`` over the feasible set, from the dual of ``max tr(G)`` (a loose
-    solve: its dual only has to be positive definite with room to spare), or None."""
-    answer = sdp.solve(TRACE_SETTINGS, objective="trace")
-    return trace_bound(sdp.data, answer.multipliers, answer.start_multipliers)
+def _quadratics(kappa, step, beta, iterations, start, metric, setting) -> tuple[float, np.ndarray]:
+    """The worst case of the metric over the quadratics of ``F_{kappa,1}`` (an exact lower bound)
+    and their worst ``||x_t||`` for t = 0..T+1 (the short horizons' units), or a named error
+    when either leaves the float range."""
+    curvatures = np.linspace(kappa, 1.0, _CURVATURE_GRID)
+    errors = quadratic_errors(curvatures, step, beta, iterations + 1, start)
+    with np.errstate(over="ignore"):
+        final = errors[iterations]
+        quadratic = float(np.max(curvatures / 2 * final**2 if metric == "function-value" else final**2))
+        units = errors.max(axis=1)
+        representable = np.isfinite(quadratic) and np.all(np.isfinite(units**2))
+    if not representable:
+        raise PerformanceEstimationError(f"The performance-estimation SDP ({setting}) was not solved: the worst case "
+                                         f"over the quadratics of the class already leaves the float range.")
+    # an at-rest worst case over the quadratics can vanish at some t; any positive unit is exact,
+    # this one keeps every product of two units a normal float
+    return quadratic, np.maximum(units, np.finfo(float).tiny ** 0.25)
 
 
-def _inner(sdp: ScaledPEP) -> tuple:
-    """A strictly feasible trajectory that decays like the worst case: the worst case of the
-    smaller class ``F_{kappa + d, 1 - d}`` (``d`` = :data:`_INNER_MARGIN` ``(1 - kappa)``, a loose
-    solve), checked against ``F_{kappa,1}``, where its slacks are a fraction of each pair's size.
-    Mixed with a replayed worst case that breaks inequalities by ``r`` (relative), it costs about
-    ``r T`` of the metric, where the quadratics' trajectory (which decays faster) can cost all of
-    it at T = 50. Empty when the solve fails."""
-    margin = _INNER_MARGIN * (1 - sdp.kappa)
-    low, high = sdp.kappa + margin, 1 - margin
-    smaller = ScaledPEP(low / high, sdp.step * high, sdp.beta, sdp.iterations, sdp.start, sdp.metric, sdp.units,
-                        sdp.basis)
-    solution = smaller.solve(TRACE_SETTINGS)
-    if solution.gram is None or solution.values is None:
-        return ()
-    return (smaller.vectors(solution, smoothness=high, kappa=sdp.kappa),)
+class _Formulation:
+    """One basis's scaled SDP with what its certificates share, each built or solved at most once
+    and only on demand: the SDP, a proven bound on ``tr(G)`` and a strictly feasible trajectory."""
+
+    def __init__(self, kappa, step, beta, iterations, start, metric, units, basis):
+        self.basis, self._arguments = basis, (kappa, step, beta, iterations, start, metric, units, basis)
+
+    @cached_property
+    def sdp(self) -> ScaledPEP:
+        return ScaledPEP(*self._arguments)
+
+    @cached_property
+    def trace(self) -> Optional[float]:
+        """A proven ``rho >= tr(G)`` over the feasible set, from the dual of ``max tr(G)`` (a
+        loose solve: its dual only has to be positive definite with room to spare), or None."""
+        answer = self.sdp.solve(TRACE_SETTINGS, objective="trace")
+        return trace_bound(self.sdp.data, answer.multipliers, answer.start_multipliers)
+
+    @cached_property
+    def inner(self) -> tuple:
+        """A strictly feasible trajectory that decays like the worst case: the worst case of the
+        smaller class ``F_{kappa + d, 1 - d}`` (``d`` = :data:`_INNER_MARGIN` ``(1 - kappa)``, a
+        loose solve), checked against ``F_{kappa,1}``, where its slacks are a fraction of each
+        pair's size. Mixed with a replayed worst case that breaks inequalities by ``r``
+        (relative), it costs about ``r T`` of the metric, where the quadratics' trajectory
+        (which decays faster) can cost all of it at T = 50. Empty when the solve fails."""
+        sdp = self.sdp
+        margin = _INNER_MARGIN * (1 - sdp.kappa)
+        low, high = sdp.kappa + margin, 1 - margin
+        smaller = ScaledPEP(low / high, sdp.step * high, sdp.beta, sdp.iterations, sdp.start, sdp.metric, sdp.units,
+                            sdp.basis)
+        solution = smaller.solve(TRACE_SETTINGS)
+        if solution.gram is None or solution.values is None:
+            return ()
+        return (smaller.vectors(solution, smoothness=high, kappa=sdp.kappa),)
 
 
-def _bounds(sdp: ScaledPEP, settings, lower: float, trace: Callable, inner: Callable) -> dict:
+def _formulations(kappa, step, beta, iterations, start, metric, units) -> list:
+    """The bases worth a solve, the one that cancels least first (:func:`._pep_sdp.cancellation`;
+    it misjudges close calls, so the other is tried too unless it cancels beyond
+    :data:`_USABLE`), each built when first used."""
+    cancels = {basis: cancellation(step, beta, iterations, start, metric, units, basis) for basis in BASES}
+    order = sorted(BASES, key=cancels.get)
+    usable = [order[0]] + [basis for basis in order[1:] if cancels[basis] <= _USABLE]
+    return [_Formulation(kappa, step, beta, iterations, start, metric, units, basis) for basis in usable]
+
+
+def _bounds(formulation: _Formulation, settings, lower: float) -> dict:
     """Solve with ``settings`` and prove the bounds the answer gives (module docstring): the
-    verified dual bound (``trace()``: a proven bound on ``tr(G)``, or None) and the exact lower
-    bound (mixed with ``inner()`` when the quadratics' trajectory leaves the bracket wider than
-    :data:`CERTIFIED_GAP`), or raise :class:`_Uncertified`."""
+    verified dual bound (with the formulation's bound on ``tr(G)`` when the slack is not PSD
+    beyond rounding) and the exact lower bound (mixed with its strictly feasible trajectory when
+    the quadratics' leaves the bracket wider than :data:`CERTIFIED_GAP`), or raise
+    :class:`_Uncertified`."""
+    sdp = formulation.sdp
     solution = sdp.solve(settings)
     if solution.gram is None or solution.values is None:
         raise _Uncertified(f"{SOLVER} returned no answer (status {solution.status!r})")
-    upper, deficit = verified_upper_bound(sdp.data, solution.multipliers, solution.start_multipliers, trace)
+    upper, deficit = verified_upper_bound(sdp.data, solution.multipliers, solution.start_multipliers,
+                                          lambda: formulation.trace)
     if upper is None:
         raise _Uncertified(f"{SOLVER} (status {solution.status!r}) gave a dual whose slack is not PSD "
                            f"(by {deficit:.2g}) and no proven bound on the feasible set to repair it")
     upper *= sdp.units[sdp.iterations] ** 2  # the SDP's objective is divided by s_T^2
     _, residual, replayed, norms = sdp.replay(solution)
     if upper - max(lower, replayed) > CERTIFIED_GAP * upper:
-        _, residual, replayed, norms = sdp.replay(solution, inner())
+        _, residual, replayed, norms = sdp.replay(solution, formulation.inner)
     return {"upper_bound": float(upper), "lower_bound": float(max(lower, replayed)),
             "primal_residual": float(residual), "trajectory": norms, "basis": sdp.basis, "status": solution.status}
 
