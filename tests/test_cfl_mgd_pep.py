@@ -28,6 +28,7 @@ import cflbounds.bounds._pep_sdp as sdp
 import cflbounds.bounds.pep as pep
 from cflbounds import InvalidParameterError
 from cflbounds.bounds._cache import cache_directory
+from cflbounds.verify.cfl_mgd import checks, tight
 from cflbounds.verify.cfl_mgd.tight import tight_factors
 from cflbounds.verify.testing import assert_rejected, invalid_calls
 
@@ -292,17 +293,19 @@ def test_the_cache_key_holds_the_certificate_the_solver_its_settings_and_the_met
     assert key["certificate"] == certificate.CERTIFICATE and key["max_width"] == certificate.MAX_WIDTH
     assert key["attempts"] == json.loads(json.dumps(certificate.ATTEMPTS)) and key["certified_gap"] == CERTIFIED
     assert key["trace_settings"] == json.loads(json.dumps(certificate.TRACE_SETTINGS))
+    assert key["code"] == pep._code_digest() and len(key["code"]) == 64  # the certificate's source
     # entries of the uncertified SCS solves ('pep/') and of the certificate that raised instead of bracketing
     # ('pep-certified/') are never read
     assert path.parent.name == "pep-verified"
 
 
-def test_an_entry_of_another_certificate_version_is_not_read(private_cache, monkeypatch):
+@pytest.mark.parametrize("name, changed", [("CERTIFICATE", "verified-dual-bracket/next"), ("_CODE", "0" * 64)])
+def test_an_entry_of_another_certificate_is_not_read(private_cache, monkeypatch, name, changed):
     first = pep.heavy_ball_worst_case(4.0, 1.0, 0.25, 0.5)
     (path,) = private_cache.rglob("*.json")
     stored = json.loads(path.read_text())
-    path.write_text(json.dumps({**stored, "value": {**stored["value"], "value": -1.0}}))
-    monkeypatch.setattr(pep, "CERTIFICATE", "verified-dual-bracket/next")
+    path.write_text(json.dumps({**stored, "value": {**stored["value"], "value": -1.0}}))  # poisoned
+    monkeypatch.setattr(pep, name, changed)  # a new version or a changed line of the certificate
     assert pep.heavy_ball_worst_case(4.0, 1.0, 0.25, 0.5) == first  # a new key, solved again
     assert len(list(private_cache.rglob("*.json"))) == 2
 
@@ -383,6 +386,26 @@ def test_rate_over_horizons_is_the_max_of_the_tight_roots_and_grows_with_the_hor
 def test_the_l2_rows_report_the_precision_of_their_tight_factors():
     row, = tight_factors(1.0, 4.0, 0.5, [0.5], 3)
     assert 0 < row["pep_duality_gap_max"] <= CERTIFIED and 0 <= row["pep_primal_residual_max"] <= CERTIFIED
+    assert row["pep_brackets"] == 0 and 0 < row["pep_width_max"] <= CERTIFIED
+
+
+def test_a_bracketed_tight_factor_is_said_in_the_rows_the_plot_and_the_summary(monkeypatch):
+    solve = pep.heavy_ball_worst_case
+
+    def bracketed(*args, **kwargs):  # every solve reported as a bracket of width 1e-4
+        result = solve(*args, **kwargs)
+        return {**result, "certified": "bracket", "width": 1e-4, "lower_bound": result["upper_bound"] * (1 - 1e-4)}
+
+    monkeypatch.setattr(pep, "heavy_ball_worst_case", bracketed)
+    monkeypatch.setattr(tight, "heavy_ball_worst_case", bracketed)
+    row, = tight_factors(1.0, 4.0, 0.5, [0.5], 3)
+    assert row["pep_brackets"] == 3 + 2 and row["pep_width_max"] == 1e-4  # 3 horizons from rest, 2 one-step
+    assert pep.heavy_ball_rate(4.0, 1.0, 0.125, 0.5, 3)["certified"] == "bracket"
+    plot = tight.factor_plot("t", [row], {}, 3)
+    assert all("upper ends of certified brackets" in series["label"] for series in plot["series"][1:3])
+    note = checks._bracket_note({"quadratics_beta0.5_pep_brackets": 5, "quadratics_beta0.5_pep_width_max": 1e-4})
+    assert "5 of the tight worst cases are certified brackets" in note and "width up to 0.0001" in note
+    assert checks._bracket_note({"quadratics_beta0_pep_brackets": 0, "quadratics_beta0_pep_width_max": 0.0}) == ""
 
 
 @examples(80)

@@ -19,7 +19,7 @@ difference of O(1) coefficients, and an interior-point solver's tolerances swall
 failures at T = 20 of issue 25). The iterates themselves (``basis="iterates"``: the start
 points and ``x_1, ..., x_P``, with ``g_t = ((1 + beta) x_t - beta x_(t-1) - x_(t+1)) / eta``)
 hold every iterate without cancellation, and a gradient cancels only by about ``1/(eta L)``.
-:func:`cancellation` measures both, and the smaller is used.
+:func:`cancellation` measures both; the certificate solves the one that cancels less first.
 
 Scaling. Every basis vector, gradient and value is written in units of ``s_t``, the expected size
 of ``x_t`` (``g_t = s_t u_t`` or ``x_t = s_t y_t``, ``f_t = s_t^2 v_t``), each inequality is divided

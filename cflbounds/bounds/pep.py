@@ -38,12 +38,15 @@ horizon, and :func:`heavy_ball_spectral_radius`, the asymptotic rate on the quad
 """
 from __future__ import annotations
 
+import hashlib
 from importlib.metadata import version
 from numbers import Integral, Real
+from pathlib import Path
 
 import numpy as np
 
 from .._validation import Interval, Options, require, validate_params
+from . import _pep_certificate, _pep_dual, _pep_sdp
 from ._cache import cached
 from ._constraints import NONNEGATIVE, POSITIVE
 from ._pep_certificate import (ATTEMPTS, CERTIFICATE, CERTIFIED_GAP, MAX_WIDTH, TRACE_SETTINGS,
@@ -113,15 +116,27 @@ def heavy_ball_worst_case(smoothness, strong_convexity, step, beta=0.0, iteratio
     return result
 
 
+def _code_digest() -> str:
+    """SHA-256 of the source of the SDP, its dual check and the certificate: any change of their
+    logic is a new cache key, even one that forgets to bump :data:`CERTIFICATE`."""
+    digest = hashlib.sha256()
+    for module in (_pep_sdp, _pep_dual, _pep_certificate):
+        digest.update(Path(module.__file__).read_bytes())
+    return digest.hexdigest()
+
+
+_CODE = _code_digest()
+
+
 def _certified(kappa, step, beta, iterations, start, metric) -> dict:
     """:func:`~cflbounds.bounds._pep_certificate.certified_worst_case`, cached under a key holding
-    the certificate's version, the solver, its settings and the tolerances (so no value computed
-    otherwise is ever read back). A long horizon's units come from the cached worst case at half
-    the horizon (distance, same start)."""
+    the certificate's version and code, the solver, its settings and the tolerances (so no value
+    computed otherwise is ever read back). A long horizon's units come from the cached worst case
+    at half the horizon (distance, same start)."""
     key = {"method": "heavy-ball", "L": 1.0, "mu": kappa, "step": step, "beta": beta, "iterations": iterations,
-           "start": start, "metric": metric, "certificate": CERTIFICATE, "solver": SOLVER, "attempts": ATTEMPTS,
-           "trace_settings": TRACE_SETTINGS, "certified_gap": CERTIFIED_GAP, "max_width": MAX_WIDTH,
-           "cvxpy": version("cvxpy"), "clarabel": version("clarabel")}
+           "start": start, "metric": metric, "certificate": CERTIFICATE, "code": _CODE, "solver": SOLVER,
+           "attempts": ATTEMPTS, "trace_settings": TRACE_SETTINGS, "certified_gap": CERTIFIED_GAP,
+           "max_width": MAX_WIDTH, "cvxpy": version("cvxpy"), "clarabel": version("clarabel")}
 
     def trajectory(horizon):
         try:
