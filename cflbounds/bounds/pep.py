@@ -117,11 +117,12 @@ def heavy_ball_worst_case(smoothness, strong_convexity, step, beta=0.0, iteratio
 
 
 def _code_digest() -> str:
-    """SHA-256 of the source of the SDP, its dual check and the certificate: any change of their
-    logic is a new cache key, even one that forgets to bump :data:`CERTIFICATE`."""
+    """SHA-256 of the source of the SDP, its dual check, the certificate and this module (which
+    chooses the units): any change of their logic is a new cache key, even one that forgets to
+    bump :data:`CERTIFICATE`."""
     digest = hashlib.sha256()
-    for module in (_pep_sdp, _pep_dual, _pep_certificate):
-        digest.update(Path(module.__file__).read_bytes())
+    for path in (_pep_sdp.__file__, _pep_dual.__file__, _pep_certificate.__file__, __file__):
+        digest.update(Path(path).read_bytes())
     return digest.hexdigest()
 
 
@@ -132,7 +133,7 @@ def _certified(kappa, step, beta, iterations, start, metric) -> dict:
     """:func:`~cflbounds.bounds._pep_certificate.certified_worst_case`, cached under a key holding
     the certificate's version and code, the solver, its settings and the tolerances (so no value
     computed otherwise is ever read back). A long horizon's units come from the cached worst case
-    at half the horizon (distance, same start)."""
+    at half the horizon (same start and metric)."""
     key = {"method": "heavy-ball", "L": 1.0, "mu": kappa, "step": step, "beta": beta, "iterations": iterations,
            "start": start, "metric": metric, "certificate": CERTIFICATE, "code": _CODE, "solver": SOLVER,
            "attempts": ATTEMPTS, "trace_settings": TRACE_SETTINGS, "certified_gap": CERTIFIED_GAP,
@@ -140,7 +141,7 @@ def _certified(kappa, step, beta, iterations, start, metric) -> dict:
 
     def trajectory(horizon):
         try:
-            return _certified(kappa, step, beta, horizon, start, "distance")["trajectory"]
+            return _certified(kappa, step, beta, horizon, start, metric)["trajectory"]
         except PerformanceEstimationError:
             return None
 
