@@ -255,7 +255,8 @@ def test_a_worst_case_that_breaks_an_interpolation_inequality_only_lowers_the_lo
 
 def test_a_solve_without_optimal_status_gives_no_value(monkeypatch):
     # planted: three interior-point iterations end with status 'user_limit': the dual proves only a wide bracket
-    monkeypatch.setattr(certificate, "ATTEMPTS", tuple({**settings, "max_iter": 3} for settings in certificate.ATTEMPTS))
+    attempts = tuple({**settings, "max_iter": 3} for settings in certificate.ATTEMPTS)
+    monkeypatch.setattr(certificate, "ATTEMPTS", attempts)
     monkeypatch.setattr(pep, "ATTEMPTS", certificate.ATTEMPTS)
     with pytest.raises(pep.PerformanceEstimationError, match="could not be certified"):
         pep.heavy_ball_worst_case(4.0, 1.0, 0.25, 0.5, 3, "at-rest")

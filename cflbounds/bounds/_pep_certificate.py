@@ -8,7 +8,12 @@ a bracket ``[lower, upper]`` that holds the worst case, both ends proven here.
   ``tr(G)``: Jansson, Chaykin & Keil 2007). Weak duality (Drori & Teboulle 2014; Taylor,
   Hendrickx & Glineur 2017) makes it an upper bound whatever the solver did.
 * **lower**: the worst quadratic of the class and the solver's primal worst case replayed as
-  points, gradients and values and made exactly feasible (:meth:`._pep_sdp.ScaledPEP.replay`).
+  points, gradients and values and made exactly feasible by mixing in a strictly feasible
+  trajectory (:meth:`._pep_sdp.ScaledPEP.replay`): the quadratics' one, or at long horizons,
+  where that decays too fast, the worst case of a slightly smaller class.
+
+Each attempt (a solver setting, in a basis) gives a valid bracket, so the least upper and the
+largest lower end over the attempts are kept, and the attempts stop at the first tight one.
 
 The result is ``"tight"`` when the bracket's relative width is at most :data:`CERTIFIED_GAP`,
 else a ``"bracket"``; the reported value is the upper end (a worst case never understated). A
@@ -66,7 +71,7 @@ def _direct_solve() -> dict:
 # of a few 1e-8, where the solver's default tol_feas = 1e-8 ends "almost solved"; the precision
 # that counts is the one the certificate measures. Tight iterative refinement and a larger
 # static regularisation keep the KKT solves accurate near the optimum. A case that one setting
-# cannot certify tightly is tried with the next, and the narrowest bracket is kept.
+# cannot certify tightly is tried with the next (and in the other basis, when it is usable).
 _BASE = {"tol_gap_abs": 1e-9, "tol_gap_rel": 1e-9, "tol_feas": 1e-7, "max_iter": 400,
          "iterative_refinement_reltol": 1e-15, "iterative_refinement_abstol": 1e-16,
          "iterative_refinement_max_iter": 30, "iterative_refinement_stop_ratio": 1.1, **_direct_solve()}

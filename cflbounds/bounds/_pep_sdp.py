@@ -167,7 +167,8 @@ class ScaledPEP:
         data, dimension = self.data, self.starts.shape[1]
         gram, values = cp.Variable((dimension, dimension), PSD=True), cp.Variable(self.points)
         flat = cp.reshape(gram, (dimension * dimension,), order="F")  # A is symmetric: any order of G's entries works
-        inequalities = data.constraints.reshape(len(data.constraints), -1, order="F") @ flat + data.value_rows @ values <= 0
+        rows = data.constraints.reshape(len(data.constraints), -1, order="F")
+        inequalities = rows @ flat + data.value_rows @ values <= 0
         start_conditions = [cp.sum(cp.multiply(s, gram)) <= 1 for s in data.starts]
         goal = (cp.trace(gram) if objective == "trace"
                 else cp.sum(cp.multiply(data.objective, gram)) + data.objective_values @ values)

@@ -43,7 +43,8 @@ def tight_factors(mu: float, L: float, l: float, betas, steps: int) -> list[dict
             "spectral_radius": heavy_ball_spectral_radius(L, mu, step, beta),
             "pep_duality_gap_max": max(solved["duality_gap"] for solved in solves),
             "pep_primal_residual_max": max(solved["primal_residual"] for solved in solves),
-            "pep_brackets": from_rest["brackets"] + sum(solved["certified"] == "bracket" for solved in (one_step, proof)),
+            "pep_brackets": from_rest["brackets"] + sum(solved["certified"] == "bracket"
+                                                        for solved in (one_step, proof)),
             "pep_width_max": max(solved["width"] for solved in solves),
         })
     return rows
