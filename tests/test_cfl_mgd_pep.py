@@ -1,17 +1,21 @@
 """Certified tight worst cases (performance estimation), their disk cache, the rate over
 horizons, the spectral radius, and what happens when a solve cannot be certified.
 
-Precision. A value is returned only when the solver's primal worst case, replayed, meets every
-interpolation inequality to 1e-6 (relative) and its metric is within 1e-6 (relative) of the dual
-bound (bounds/_pep_sdp.py); measured against exact rates, the values are within about 1e-8. So
-exact values are asserted to 1e-7 (relative, a margin of ~10 over what is measured and far below
-any wrong step, sign or start condition, which moves the factor by >= 1e-2 in every case below),
-and the agreement with an independent formulation and solver (SCS at eps 1e-9, accurate to a
-few 1e-8 on these values) to 1e-6, the certified precision.
+Precision. A value comes with a certified bracket [lower_bound, upper_bound] (a verified dual
+bound and an exact lower bound, bounds/_pep_certificate.py); "tight" means a relative width of at
+most 1e-6 on the SDP's metric (||x_T - x*||^2 for the distance); measured against exact rates,
+tight values are within about 1e-8. So exact values are asserted to 1e-7 (relative, a margin of
+~10 over what is measured and far below any wrong step, sign or start condition, which moves the
+factor by >= 1e-2 in every case below), and the agreement with an independent formulation and
+solver (SCS at eps 1e-9, accurate to a few 1e-8 on these values) to 1e-6, the certified
+precision. Brackets at long horizons and against independent references: test_pep_brackets.py.
 """
 from __future__ import annotations
 
 import json
+import os
+from dataclasses import replace
+from pathlib import Path
 
 import cvxpy as cp
 import numpy as np
@@ -19,10 +23,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import cflbounds.bounds._pep_certificate as certificate
 import cflbounds.bounds._pep_sdp as sdp
 import cflbounds.bounds.pep as pep
 from cflbounds import InvalidParameterError
 from cflbounds.bounds._cache import cache_directory
+from cflbounds.verify.cfl_mgd import checks, tight
 from cflbounds.verify.cfl_mgd.tight import tight_factors
 from cflbounds.verify.testing import assert_rejected, invalid_calls
 
@@ -60,19 +66,12 @@ GRADIENT_GRID = [(mu, eta_L, T) for mu in (0.0, 0.1, 0.25, 0.5) for eta_L in (0.
 def test_gradient_descent_is_the_exact_rate_on_a_grid():
     # over F_{mu,L}, x -> x - eta grad f(x) is max(|1 - eta mu|, |1 - eta L|)-Lipschitz and a quadratic attains it,
     # so T steps give exactly that factor to the T-th power, also beyond eta L = 2 (where it is finite, > 1)
-    certified = 0
-    for mu, eta_L, T in GRADIENT_GRID:
+    for mu, eta_L, T in GRADIENT_GRID:  # all 48 tight (the certificate before brackets raised on one)
         L = 2.0
-        try:
-            result = pep.heavy_ball_worst_case(L, mu * L, eta_L / L, 0.0, T, "at-rest")
-        except pep.PerformanceEstimationError as error:
-            assert "could not be certified" in str(error)  # degenerate SDPs may stall, but never return a number
-            continue
-        certified += 1
+        result = pep.heavy_ball_worst_case(L, mu * L, eta_L / L, 0.0, T, "at-rest")
         exact = max(abs(1 - eta_L * mu), abs(1 - eta_L)) ** T
-        assert result["worst_case"] == pytest.approx(exact, rel=EXACT)
+        assert result["worst_case"] == pytest.approx(exact, rel=EXACT) and result["certified"] == "tight"
         assert result["lower_bound"] <= exact * (1 + EXACT) and result["duality_gap"] <= CERTIFIED
-    assert certified >= 0.9 * len(GRADIENT_GRID)  # 47 of 48 with CLARABEL 0.11.1
 
 
 @pytest.mark.parametrize("L, mu, step", [(2.0, 1.0, 0.5), (4.0, 1.0, 0.25), (4.0, 1.0, 0.45), (10.0, 0.5, 0.05)])
@@ -180,45 +179,79 @@ def test_heavy_ball_agrees_with_an_independent_formulation_and_solver(L, mu, ste
 
 
 # -- the certificate catches planted errors ----------------------------------------------------------
-def test_a_solver_value_below_the_replayed_worst_case_is_rejected(monkeypatch, private_cache):
-    # planted: a solver that reports 'optimal' with a quarter of the true dual bound
-    solve = sdp._ScaledPEP.solve
-    monkeypatch.setattr(sdp._ScaledPEP, "solve", lambda self, settings: solve(self, settings) / 4)
-    with pytest.raises(pep.PerformanceEstimationError, match=r"mu/L=0.25.*misses the dual bound"):
-        pep.heavy_ball_worst_case(4.0, 1.0, 0.25, 0.5)
+def _tampered(monkeypatch, change):
+    """Every metric solve's answer passes through ``change(solution)`` before the certificate sees it
+    (in a cache of its own, so no untampered value is read back)."""
+    monkeypatch.setenv("CFLBOUNDS_CACHE", str(Path(os.environ["CFLBOUNDS_CACHE"]) / "planted"))
+    solve = sdp.ScaledPEP.solve
+
+    def tampered(self, settings, objective="metric"):
+        solution = solve(self, settings, objective)
+        return change(solution) if objective == "metric" and solution.multipliers is not None else solution
+
+    monkeypatch.setattr(sdp.ScaledPEP, "solve", tampered)
+
+
+@pytest.mark.parametrize("change", [
+    # the dual bound is sum(tau): a solver claiming half of it
+    lambda s: replace(s, start_multipliers=s.start_multipliers / 2),
+    # one multiplier dropped (the largest): the dual slack loses a whole inequality
+    lambda s: replace(s, multipliers=np.where(np.arange(len(s.multipliers)) == np.argmax(s.multipliers), 0.0,
+                                              s.multipliers)),
+], ids=["halved-bound", "missing-multiplier"])
+def test_a_wrong_dual_is_never_certified(monkeypatch, private_cache, change):
+    _tampered(monkeypatch, change)
+    with pytest.raises(pep.PerformanceEstimationError, match=r"mu/L=0.25.*could not be certified.*bracket \["):
+        pep.heavy_ball_worst_case(4.0, 1.0, 0.25, 0.5, 3, "at-rest")
     assert not list(private_cache.rglob("*.json"))  # a failure is never cached
 
 
-def test_a_consistent_answer_below_the_worst_quadratic_is_rejected(monkeypatch):
-    # planted: dual bound and replayed worst case agree, both a quarter of the truth (a wrong SDP, say)
-    solve, replay = sdp._ScaledPEP.solve, sdp._ScaledPEP.replay
-    monkeypatch.setattr(sdp._ScaledPEP, "solve", lambda self, settings: solve(self, settings) / 4)
-    monkeypatch.setattr(sdp._ScaledPEP, "replay", lambda self: tuple(
-        value / 4 if n != 1 else value for n, value in enumerate(replay(self))))
+def test_a_slightly_understated_dual_bound_gives_a_bracket_that_holds_the_worst_case(monkeypatch):
+    # planted: the solver's dual bound 1e-4 too small; the verified upper end must not follow it
+    truth = pep.heavy_ball_worst_case(4.0, 1.0, 0.25, 0.5, 3, "at-rest")
+    assert truth["certified"] == "tight"
+    _tampered(monkeypatch, lambda s: replace(s, start_multipliers=s.start_multipliers * (1 - 1e-4)))
+    result = pep.heavy_ball_worst_case(4.0, 1.0, 0.25, 0.5, 3, "at-rest")
+    assert result["certified"] == "bracket" and result["width"] > CERTIFIED
+    assert result["lower_bound"] <= truth["lower_bound"] * (1 + EXACT) and truth["upper_bound"] <= result["upper_bound"]
+
+
+def test_a_consistent_answer_below_an_exact_lower_bound_is_rejected(monkeypatch):
+    # planted: a wrong SDP (objective a quarter of the metric): its primal and dual agree, both a quarter of the
+    # truth; the replayed worst case and the worst quadratic, measured on the vectors, expose it
+    data = sdp.ScaledPEP._data
+    monkeypatch.setattr(sdp.ScaledPEP, "_data", lambda self: replace(data(self), objective=data(self).objective / 4))
     with pytest.raises(pep.PerformanceEstimationError, match="below .* an exact lower bound"):
         pep.heavy_ball_worst_case(4.0, 1.0, 0.25, 0.5)
 
 
-def test_a_worst_case_that_breaks_an_interpolation_inequality_is_rejected(monkeypatch):
-    # planted: the solver's Gram matrix with every gradient 1% too long (still PSD): the replay must notice
-    solve = sdp._ScaledPEP.solve
+@pytest.mark.parametrize("stretch", [1.0001, 1.01])
+def test_a_worst_case_that_breaks_an_interpolation_inequality_only_lowers_the_lower_end(monkeypatch, stretch):
+    # planted: the solver's Gram matrix with every basis vector but x_0 longer (still PSD): the replay must notice,
+    # and the lower end (the replay made exactly feasible) must stay below the true worst case; 1% is too far
+    truth = pep.heavy_ball_worst_case(4.0, 1.0, 0.25, 0.5, 3, "at-rest")
 
-    def stretched(self, settings):
-        bound = solve(self, settings)
-        stretch = np.ones(len(self.gram.value))
-        stretch[len(self.starts):] = 1.01
-        self.gram.value = self.gram.value * np.outer(stretch, stretch)
-        return bound
+    def stretched(solution):
+        factors = np.ones(len(solution.gram))
+        factors[1:] = stretch
+        return replace(solution, gram=solution.gram * np.outer(factors, factors))
 
-    monkeypatch.setattr(sdp._ScaledPEP, "solve", stretched)
-    with pytest.raises(pep.PerformanceEstimationError, match="breaks an inequality"):
-        pep.heavy_ball_worst_case(4.0, 1.0, 0.25, 0.5, 3, "at-rest")
+    _tampered(monkeypatch, stretched)
+    if stretch > 1.001:
+        with pytest.raises(pep.PerformanceEstimationError, match=r"could not be certified.*relative width 0.1"):
+            pep.heavy_ball_worst_case(4.0, 1.0, 0.25, 0.5, 3, "at-rest")
+        return
+    result = pep.heavy_ball_worst_case(4.0, 1.0, 0.25, 0.5, 3, "at-rest")
+    assert result["primal_residual"] > 1e-5 and result["certified"] == "bracket" and result["width"] > 1e-4
+    assert result["lower_bound"] <= truth["lower_bound"] and result["upper_bound"] >= truth["lower_bound"]
 
 
-def test_a_solve_without_optimal_status_is_rejected(monkeypatch):
-    # planted: three interior-point iterations end with status 'user_limit', never 'optimal'
-    monkeypatch.setattr(sdp, "ATTEMPTS", tuple({**settings, "max_iter": 3} for settings in sdp.ATTEMPTS))
-    with pytest.raises(pep.PerformanceEstimationError, match="status 'user_limit'"):
+def test_a_solve_without_optimal_status_gives_no_value(monkeypatch):
+    # planted: three interior-point iterations end with status 'user_limit': the dual proves only a wide bracket
+    attempts = tuple({**settings, "max_iter": 3} for settings in certificate.ATTEMPTS)
+    monkeypatch.setattr(certificate, "ATTEMPTS", attempts)
+    monkeypatch.setattr(pep, "ATTEMPTS", certificate.ATTEMPTS)
+    with pytest.raises(pep.PerformanceEstimationError, match="could not be certified"):
         pep.heavy_ball_worst_case(4.0, 1.0, 0.25, 0.5, 3, "at-rest")
 
 
@@ -227,6 +260,7 @@ def test_the_exact_lower_bound_is_below_the_exact_rate():
     # feasible point of the PEP: never above the true worst case (gradient descent: 0.75^10)
     result = pep.heavy_ball_worst_case(4.0, 1.0, 0.25, 0.0, 10, "at-rest")
     assert result["lower_bound"] <= 0.75**10 * (1 + 1e-12) <= result["worst_case"] * (1 + EXACT)
+    assert result["upper_bound"] == result["worst_case"] and result["certified"] == "tight"
 
 
 # -- cache ---------------------------------------------------------------------------------------------
@@ -245,13 +279,29 @@ def test_second_call_reads_the_cache_without_solving(private_cache, monkeypatch)
                                                 iterations=3, start="at-rest"), **other})
 
 
-def test_the_cache_key_holds_the_solver_its_settings_and_the_metric(private_cache):
+def test_the_cache_key_holds_the_certificate_the_solver_its_settings_and_the_metric(private_cache):
     pep.heavy_ball_worst_case(4.0, 1.0, 0.25, 0.5)
     (path,) = private_cache.rglob("*.json")
     key = json.loads(path.read_text())["key"]
     assert key["solver"] == "CLARABEL" and key["metric"] == "distance"
-    assert key["attempts"] == json.loads(json.dumps(sdp.ATTEMPTS)) and key["certified_gap"] == CERTIFIED
-    assert path.parent.name == "pep-certified"  # entries of the uncertified SCS solves ('pep/') are never read
+    assert key["certificate"] == certificate.CERTIFICATE and key["max_width"] == certificate.MAX_WIDTH
+    assert key["attempts"] == json.loads(json.dumps(certificate.ATTEMPTS)) and key["certified_gap"] == CERTIFIED
+    assert key["trace_settings"] == json.loads(json.dumps(certificate.TRACE_SETTINGS))
+    assert key["code"] == pep._code_digest() and len(key["code"]) == 64  # the certificate's source
+    # entries of the uncertified SCS solves ('pep/') and of the certificate that raised instead of bracketing
+    # ('pep-certified/') are never read
+    assert path.parent.name == "pep-verified"
+
+
+@pytest.mark.parametrize("name, changed", [("CERTIFICATE", "verified-dual-bracket/next"), ("_CODE", "0" * 64)])
+def test_an_entry_of_another_certificate_is_not_read(private_cache, monkeypatch, name, changed):
+    first = pep.heavy_ball_worst_case(4.0, 1.0, 0.25, 0.5)
+    (path,) = private_cache.rglob("*.json")
+    stored = json.loads(path.read_text())
+    path.write_text(json.dumps({**stored, "value": {**stored["value"], "value": -1.0}}))  # poisoned
+    monkeypatch.setattr(pep, name, changed)  # a new version or a changed line of the certificate
+    assert pep.heavy_ball_worst_case(4.0, 1.0, 0.25, 0.5) == first  # a new key, solved again
+    assert len(list(private_cache.rglob("*.json"))) == 2
 
 
 def test_a_damaged_or_foreign_cache_file_is_recomputed(private_cache):
@@ -330,6 +380,26 @@ def test_rate_over_horizons_is_the_max_of_the_tight_roots_and_grows_with_the_hor
 def test_the_l2_rows_report_the_precision_of_their_tight_factors():
     row, = tight_factors(1.0, 4.0, 0.5, [0.5], 3)
     assert 0 < row["pep_duality_gap_max"] <= CERTIFIED and 0 <= row["pep_primal_residual_max"] <= CERTIFIED
+    assert row["pep_brackets"] == 0 and 0 < row["pep_width_max"] <= CERTIFIED
+
+
+def test_a_bracketed_tight_factor_is_said_in_the_rows_the_plot_and_the_summary(monkeypatch):
+    solve = pep.heavy_ball_worst_case
+
+    def bracketed(*args, **kwargs):  # every solve reported as a bracket of width 1e-4
+        result = solve(*args, **kwargs)
+        return {**result, "certified": "bracket", "width": 1e-4, "lower_bound": result["upper_bound"] * (1 - 1e-4)}
+
+    monkeypatch.setattr(pep, "heavy_ball_worst_case", bracketed)
+    monkeypatch.setattr(tight, "heavy_ball_worst_case", bracketed)
+    row, = tight_factors(1.0, 4.0, 0.5, [0.5], 3)
+    assert row["pep_brackets"] == 3 + 2 and row["pep_width_max"] == 1e-4  # 3 horizons from rest, 2 one-step
+    assert pep.heavy_ball_rate(4.0, 1.0, 0.125, 0.5, 3)["certified"] == "bracket"
+    plot = tight.factor_plot("t", [row], {}, 3)
+    assert all("upper ends of certified brackets" in series["label"] for series in plot["series"][1:3])
+    note = checks._bracket_note({"quadratics_beta0.5_pep_brackets": 5, "quadratics_beta0.5_pep_width_max": 1e-4})
+    assert "5 of the tight worst cases are certified brackets" in note and "width up to 0.0001" in note
+    assert checks._bracket_note({"quadratics_beta0_pep_brackets": 0, "quadratics_beta0_pep_width_max": 0.0}) == ""
 
 
 @examples(80)
@@ -372,12 +442,14 @@ def test_extreme_valid_values_give_a_named_solver_error_or_a_certified_worst_cas
         assert "performance-estimation SDP" in str(error)
         return
     value = result["worst_case"]
-    assert value >= 0 and not np.isnan(value) and result["duality_gap"] <= CERTIFIED
+    assert value >= 0 and not np.isnan(value) and value == result["upper_bound"] >= result["lower_bound"]
+    assert result["width"] <= certificate.MAX_WIDTH
+    assert result["certified"] == ("tight" if result["duality_gap"] <= CERTIFIED else "bracket")
     lower = _quadratic_lower_bound(1.0, mu / L, step * L, beta, iterations, start, metric)
     if metric == "function-value":
         with np.errstate(over="ignore"):
             lower *= L  # the bound is at L = 1; a function value scales with L
-    assert value >= lower * (1 - EXACT)  # never below the worst quadratic, beyond rounding
+    assert result["lower_bound"] >= lower * (1 - EXACT)  # never below the worst quadratic, beyond rounding
 
 
 STEP = dict(smoothness=4.0, strong_convexity=1.0, step=0.25, beta=0.5)

@@ -1,7 +1,8 @@
 """A disk cache for deterministic, expensive evaluations (performance-estimation SDPs).
 
 Each value is a JSON file named by the SHA-256 of its key (every parameter, the function
-and the versions that produced it), so a rerun reads it instead of solving again. The
+and the versions that produced it; for a certified worst case also the certificate's version
+and a digest of its source), so a rerun reads it instead of solving again. The
 directory is ``$CFLBOUNDS_CACHE`` if set, else ``$XDG_CACHE_HOME/cflbounds``, else
 ``~/.cache/cflbounds``. Writes are atomic (temp file + rename); an unreadable or
 mismatching file is recomputed.
