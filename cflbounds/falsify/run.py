@@ -95,7 +95,7 @@ def _falsify(claim_id: str, domain, ctx, found: SearchResult, result: dict, conf
     """Search into ``found``; shrink and confirm its best violating point into ``result``."""
     seed = result["seed"]
     search(domain, ctx, seed=seed, budget=result["search"]["budget_seconds"],
-           max_evaluations=result["search"]["max_evaluations"], claim=claim_id, result=found)
+           max_evaluations=result["search"]["max_evaluations"], claim=claim_id, result=found, confidence=confidence)
     best = found.best
     if best is None or best.score <= 0:
         return
@@ -119,6 +119,7 @@ def _falsify(claim_id: str, domain, ctx, found: SearchResult, result: dict, conf
 def _summarise_search(domain, found: SearchResult, result: dict) -> None:
     best = found.best
     result["evaluations"] = found.evaluations
+    result["coverage"] = found.coverage.as_dict() if found.coverage is not None else None
     result["search"].update(restarts=found.restarts, search_seconds=found.seconds, admissible=found.admissible,
                             rejected=found.rejected, best=None, trace=search_trace(found))
     if best is not None:
