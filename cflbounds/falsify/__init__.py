@@ -2,7 +2,7 @@
 finds, confirm it on fresh seeds and write it down (a replayable counterexample, a regression
 test). A claim takes part by declaring a :class:`~cflbounds.verify.domain.Domain`."""
 from .records import emit_test, read_counterexample, replay_counterexample, write_counterexample
-from .run import DEFAULT_BUDGET, OUTCOMES, falsifiable_claim, falsify_claim
+from .run import DEFAULT_BUDGET, OUTCOMES, falsifiable_claim, falsify_claim, falsify_domain
 
-__all__ = ["falsify_claim", "falsifiable_claim", "replay_counterexample", "read_counterexample",
+__all__ = ["falsify_claim", "falsify_domain", "falsifiable_claim", "replay_counterexample", "read_counterexample",
            "write_counterexample", "emit_test", "DEFAULT_BUDGET", "OUTCOMES"]
