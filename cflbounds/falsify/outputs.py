@@ -2,12 +2,28 @@
 
 * ``falsify.json``: ``{"metadata": {...}, "results": [one falsify_claim() dict per claim]}``,
   written before the first claim and rewritten atomically after every claim (a stopped run
-  keeps the claims it finished, and ``--resume`` continues it);
+  keeps the claims it finished, and ``--resume`` continues it). Per claim (:mod:`.run`): ``id``,
+  ``outcome``, ``summary``; ``best_ratio``, the *confirmed* measured / allowed (above 1:
+  violated) of the reported point on fresh seeds (the counterexample, else the search's best
+  point; the raw best's if the claim's code failed before the confirmation, NaN without an
+  admissible point); ``confirmed``: ``{ratio, interval, trials, confidence, point, violated}``
+  (for a deterministic bound the largest fresh ratio and their range; for an expectation the
+  Student-t interval of the mean; for a probability the Clopper-Pearson interval of the pooled
+  frequency, over the allowed probability); ``raw_best``: ``{ratio, score, objective,
+  evaluation, seed, trials[, exceedances]}``, the search's best single evaluation (the winner of
+  many noisy draws: biased upward); ``coverage``: ``{points, admissible, inadmissible,
+  violating, volume_bound, confidence, statement}`` (:mod:`.coverage`); ``counterexample`` (its
+  instance at its seed, ``confirmed_ratio``, ``shrunk``), ``confirmation`` (the rule's own
+  summary and interval), ``evaluations``, ``seconds``, ``seed``, ``rule``, ``error``; ``search``:
+  counts, ``best`` (the raw best's instance), ``shrink`` (the shrunk point, whether it was
+  reported and why) and ``trace`` (the best score so far: non-decreasing);
 * ``counterexamples/<ID>.json``: each confirmed counterexample (:mod:`.records`), replayable
   with ``cflbounds falsify --replay FILE``;
-* ``report.pdf``: a summary table, then a page per claim: the best ratio against evaluations,
-  the counterexample's parameters and assumption rows, and measured against bound on the
-  fresh confirmation seeds (or, for a claim that ended in ``error``, what raised and where).
+* ``report.pdf``: a summary table, then a page per claim: the search's best score so far (the
+  objective it maximises) against evaluations, the end of its coverage phase marked and its
+  statement beside it, the counterexample's parameters and assumption rows, and measured
+  against bound on the fresh confirmation seeds (or, for a claim that ended in ``error``, what
+  raised and where).
 
 Outputs are never overwritten: a directory that holds any of them is refused unless the run
 resumes it (``--resume``: the same :data:`RESUME_SETTINGS`; finished claims are kept, claims

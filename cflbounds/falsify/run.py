@@ -16,8 +16,8 @@ The result's numbers (all ratios are measured / allowed: above 1 exactly when vi
 deterministic bound is allowed its ``rtol``):
 
 * ``best_ratio``: the *confirmed* ratio of the reported point (the counterexample, else the
-  search's best point) on fresh seeds; the raw best's ratio when nothing could be confirmed
-  (no admissible point: NaN);
+  search's best point) on fresh seeds; the raw best's ratio when the claim's code failed
+  before the confirmation (outcome ``error``); NaN when no admissible point was evaluated;
 * ``confirmed``: ``{ratio, interval, trials, confidence, point, violated}``, the confirmed ratio
   and its interval (:mod:`.confirm`: the largest fresh ratio and their range for a
   deterministic bound, the mean's Student-t interval for an expectation, the pooled
