@@ -313,3 +313,21 @@ def test_a_margin_gives_a_probability_search_a_slope_where_no_trial_exceeds():
     guided, blind = (search(domain(flag), VerifyContext(), seed=0, max_evaluations=400).best for flag in (True, False))
     assert guided.score > 0 and min(guided.point.values()) > 0.999
     assert blind.score < 0
+
+
+def test_a_violation_only_fresh_seeds_show_is_reported_at_a_fresh_seed_that_replays_it():
+    """The best point of a search that saw no violation is confirmed too: here one instance in ten
+    violates, the two searched did not, fresh ones did. The counterexample is then the strongest
+    fresh instance, evaluated alone, so that a replay (and an emitted test) shows the violation."""
+    from cflbounds.falsify import falsify_domain
+    from cflbounds.falsify.confirm import confirmation_seeds
+
+    def evaluate(points, seeds, ctx):
+        return [Instance(1.5 if np.random.default_rng(seed).random() < 0.1 else 0.5, 1.0) for seed in seeds]
+
+    domain = Domain([Parameter("x", 0.0, 1.0)], evaluate)
+    result = falsify_domain(domain, claim_id="TOY.RARE-DRAW", seed=0, budget=None, max_evaluations=2)
+    assert result["raw_best"]["ratio"] < 1 and result["outcome"] == "violated"
+    example = result["counterexample"]
+    assert example["seed"] in confirmation_seeds(0, domain.confirmation) and example["ratio"] == 1.5
+    assert domain.evaluate([example["parameters"]], [example["seed"]], VerifyContext())[0].ratio == 1.5

@@ -7,12 +7,13 @@ every claim a confirmed ratio, not a single seed's noise. When the best point vi
 seed it is shrunk (:mod:`.shrink`, keeping half its excess at that seed), and the shrunk point
 is reported only if its own confirmation keeps the excess and clears the tolerance widely
 (:func:`.shrink.keeps_strength`); otherwise the unshrunk point is. ``outcome`` is
-``violated`` when the reported point's confirmation is. At most two points are confirmed, each
-deciding "violated" by the lower end of a two-sided interval at ``confidence`` (one-sided error
-``(1 - confidence) / 2``), so a claim that holds is called violated with probability at most
-``1 - confidence``.
+``violated`` when the reported point's confirmation is. At most two points are confirmed; for
+an expectation or a probability each decides "violated" by the lower end of a two-sided
+interval at ``confidence`` (one-sided error ``(1 - confidence) / 2``), so a claim that holds is
+called violated with probability at most ``1 - confidence`` (a deterministic bound that holds
+never is).
 
-The result's numbers (all ratios are measured / allowed: above 1 exactly when violating; a
+The result's numbers (ratios are measured / allowed, an instance above 1 violates; a
 deterministic bound is allowed its ``rtol``):
 
 * ``best_ratio``: the *confirmed* ratio of the reported point (the counterexample, else the
