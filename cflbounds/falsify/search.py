@@ -183,10 +183,10 @@ def search(domain: Domain, ctx, *, seed: int, budget: float | None = None, max_e
     """Maximise the domain's score until ``budget`` seconds or ``max_evaluations`` evaluations
     (whichever comes first; at least one of them must be given): first the space-filling phase
     (``coverage_share`` of either, its violations judged at ``confidence``: :mod:`.coverage`),
-    then CMA-ES (its first restart from the best point it drew). Every evaluation is checked against the Domain
-    contract (:mod:`cflbounds.verify.contract`, naming ``claim``), passed to ``observe`` and
-    summarised into ``result`` (a fresh :class:`SearchResult` by default; give one to keep what
-    was found before an evaluation raises), which is returned."""
+    then CMA-ES (its first restart from the best point the phase drew). Every evaluation is
+    checked against the Domain contract (:mod:`cflbounds.verify.contract`, naming ``claim``),
+    passed to ``observe`` and summarised into ``result`` (a fresh :class:`SearchResult` by
+    default; give one to keep what was found before an evaluation raises), which is returned."""
     if budget is None and max_evaluations is None:
         raise ValueError("search needs a budget in seconds or a number of evaluations")
     started, result = clock(), SearchResult() if result is None else result
@@ -208,7 +208,7 @@ def search(domain: Domain, ctx, *, seed: int, budget: float | None = None, max_e
 def _cover(evaluate, draws: UniformDraws, chunk: int, phase: _Allowance, result: SearchResult):
     """The space-filling phase: uniform points in chunks (one batched evaluation each) until
     the ``phase`` is spent, counted into ``result.coverage``; returns the unit point of least
-    objective (None if none was drawn), where CMA-ES starts."""
+    objective (None if none was drawn), where CMA-ES's first restart starts."""
     start, least = None, math.inf
     while not phase.spent():
         units = draws.take(phase.room(chunk))
