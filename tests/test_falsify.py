@@ -68,12 +68,13 @@ def _coin_domain(allowed: float) -> Domain:
 
 
 def _lucky_domain() -> Domain:
-    """E[measured] = 0.5 + x + 0.3 against the bound 1 (violated for x > 0.2), but an even seed adds
-    0.3 and an odd one takes it away: at an even seed even x = 0 'violates', which fresh seeds refute."""
+    """E[measured] = 0.8 + x against the bound 1 (violated for x > 0.2), but an even seed adds 1 and
+    an odd one takes it away: at an even seed even x = 0 'violates' by more than half the log-ratio
+    of x = 1 (log 1.8 against log 2.8), which fresh seeds refute."""
     def evaluate(points, seeds, ctx):
         out = []
         for point, seed in zip(points, seeds):
-            samples = 0.8 + point["x"] + (0.3 if seed % 2 == 0 else -0.3) + np.random.default_rng(seed).normal(0, 0.01, 4)
+            samples = 0.8 + point["x"] + (1.0 if seed % 2 == 0 else -1.0) + np.random.default_rng(seed).normal(0, 0.01, 4)
             out.append(Instance(float(samples.mean()), 1.0, samples=list(samples)))
         return out
 
@@ -128,17 +129,22 @@ def test_inadmissible_points_are_never_evaluated_or_counted(toys, monkeypatch):
         assert (evaluation.instance is None) == (evaluation.point["x"] > 0.4)
 
 
-def test_shrinking_walks_an_integer_down_to_the_simplest_violation(toys):
+def test_shrinking_walks_an_integer_down_to_the_simplest_point_that_keeps_half_the_excess(toys):
+    """The best point n = 100 exceeds the bound 10 by log(10); the simplest point keeping half of
+    that is n = 32 (32 / 10 >= sqrt(10)), not the simplest violation n = 11 (ratio 1.1)."""
     result = _falsify("TOY.COUNT", evaluations=100)
     assert result["outcome"] == "violated"
-    assert result["counterexample"]["parameters"] == {"n": 11, "scale": 0.1}  # scale: its range's low end
+    assert result["counterexample"]["parameters"] == {"n": 32, "scale": 0.1}  # scale: its range's low end
+    assert result["counterexample"]["shrunk"] and result["search"]["shrink"]["accepted"]
 
 
 def test_the_winners_curse_is_refused_on_fresh_seeds(toys):
     result = _falsify("TOY.NOISE", evaluations=200)
-    assert result["best_ratio"] > 1.1  # the search's best is luck (E[measured] = bound everywhere) ...
+    assert result["raw_best"]["ratio"] > 1.1  # the search's best is luck (E[measured] = bound everywhere) ...
     assert result["confirmation"] is not None and not result["confirmation"]["violated"]
     assert result["outcome"] == "no counterexample found"  # ... and the fresh seeds say so
+    low, high = result["confirmed"]["interval"]
+    assert low < 1 < high and result["best_ratio"] == result["confirmed"]["ratio"] < result["raw_best"]["ratio"]
 
 
 def test_a_shrunk_point_that_does_not_confirm_falls_back_to_the_search_best(toys):
@@ -172,13 +178,13 @@ def test_a_replay_reproduces_the_ratio_exactly_and_the_emitted_test_fails(textbo
     assert result["outcome"] == "violated"
     path = out / "counterexamples" / "TEXTBOOK.GD-PLANTED.json"
     record = read_counterexample(path)
-    assert replay_counterexample(record).ratio == record["ratio"] == result["counterexample"]["ratio"]
+    assert replay_counterexample(record).ratio == record["ratio"] == float(result["counterexample"]["ratio"])
     assert main(["falsify", "--replay", str(path)]) == 0
     assert "reproduced exactly" in capsys.readouterr().out
     pytester.syspathinsert()
     outcome = pytester.runpytest_inprocess(str(test_file), "-p", "no:cacheprovider")
     outcome.assert_outcomes(failed=1)
-    assert "measured 0.818182 > bound 0.636364" in outcome.stdout.str()
+    assert f"measured {record['measured']:.6g} > bound {record['bound']:.6g}" in outcome.stdout.str()
 
 
 def test_the_textbook_gd_bound_is_not_falsified_but_its_planted_twin_is(textbook):
@@ -307,3 +313,21 @@ def test_a_margin_gives_a_probability_search_a_slope_where_no_trial_exceeds():
     guided, blind = (search(domain(flag), VerifyContext(), seed=0, max_evaluations=400).best for flag in (True, False))
     assert guided.score > 0 and min(guided.point.values()) > 0.999
     assert blind.score < 0
+
+
+def test_a_violation_only_fresh_seeds_show_is_reported_at_a_fresh_seed_that_replays_it():
+    """The best point of a search that saw no violation is confirmed too: here one instance in ten
+    violates, the two searched did not, fresh ones did. The counterexample is then the strongest
+    fresh instance, evaluated alone, so that a replay (and an emitted test) shows the violation."""
+    from cflbounds.falsify import falsify_domain
+    from cflbounds.falsify.confirm import confirmation_seeds
+
+    def evaluate(points, seeds, ctx):
+        return [Instance(1.5 if np.random.default_rng(seed).random() < 0.1 else 0.5, 1.0) for seed in seeds]
+
+    domain = Domain([Parameter("x", 0.0, 1.0)], evaluate)
+    result = falsify_domain(domain, claim_id="TOY.RARE-DRAW", seed=0, budget=None, max_evaluations=2)
+    assert result["raw_best"]["ratio"] < 1 and result["outcome"] == "violated"
+    example = result["counterexample"]
+    assert example["seed"] in confirmation_seeds(0, domain.confirmation) and example["ratio"] == 1.5
+    assert domain.evaluate([example["parameters"]], [example["seed"]], VerifyContext())[0].ratio == 1.5

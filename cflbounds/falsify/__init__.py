@@ -5,8 +5,8 @@ runs the same search after a claim's designed experiment and gives one final ver
 (:mod:`.judge`)."""
 from .judge import SEARCH_EVALUATIONS, SearchPlan, default_plan, judge, searched_verdict
 from .records import emit_test, read_counterexample, replay_counterexample, write_counterexample
-from .run import DEFAULT_BUDGET, OUTCOMES, falsifiable_claim, falsify_claim
+from .run import DEFAULT_BUDGET, OUTCOMES, falsifiable_claim, falsify_claim, falsify_domain
 
-__all__ = ["falsify_claim", "falsifiable_claim", "replay_counterexample", "read_counterexample",
-           "write_counterexample", "emit_test", "DEFAULT_BUDGET", "OUTCOMES", "judge", "SearchPlan", "default_plan",
-           "searched_verdict", "SEARCH_EVALUATIONS"]
+__all__ = ["falsify_claim", "falsify_domain", "falsifiable_claim", "replay_counterexample",
+           "read_counterexample", "write_counterexample", "emit_test", "DEFAULT_BUDGET", "OUTCOMES",
+           "judge", "SearchPlan", "default_plan", "searched_verdict", "SEARCH_EVALUATIONS"]

@@ -2,12 +2,28 @@
 
 * ``falsify.json``: ``{"metadata": {...}, "results": [one falsify_claim() dict per claim]}``,
   written before the first claim and rewritten atomically after every claim (a stopped run
-  keeps the claims it finished, and ``--resume`` continues it);
+  keeps the claims it finished, and ``--resume`` continues it). Per claim (:mod:`.run`): ``id``,
+  ``outcome``, ``summary``; ``best_ratio``, the *confirmed* measured / allowed (above 1:
+  violated) of the reported point on fresh seeds (the counterexample, else the search's best
+  point; the raw best's if the claim's code failed before the confirmation, NaN without an
+  admissible point); ``confirmed``: ``{ratio, interval, trials, confidence, point, violated}``
+  (for a deterministic bound the largest fresh ratio and their range; for an expectation the
+  Student-t interval of the mean; for a probability the Clopper-Pearson interval of the pooled
+  frequency, over the allowed probability); ``raw_best``: ``{ratio, score, objective,
+  evaluation, seed, trials[, exceedances]}``, the search's best single evaluation (the winner of
+  many noisy draws: biased upward); ``coverage``: ``{points, admissible, inadmissible,
+  violating, volume_bound, confidence, statement}`` (:mod:`.coverage`); ``counterexample`` (its
+  instance at its seed, ``confirmed_ratio``, ``shrunk``), ``confirmation`` (the rule's own
+  summary and interval), ``evaluations``, ``seconds``, ``seed``, ``rule``, ``error``; ``search``:
+  counts, ``best`` (the raw best's instance), ``shrink`` (the shrunk point, whether it was
+  reported and why) and ``trace`` (the best score so far: non-decreasing);
 * ``counterexamples/<ID>.json``: each confirmed counterexample (:mod:`.records`), replayable
   with ``cflbounds falsify --replay FILE``;
-* ``report.pdf``: a summary table, then a page per claim: the best ratio against evaluations,
-  the counterexample's parameters and assumption rows, and measured against bound on the
-  fresh confirmation seeds (or, for a claim that ended in ``error``, what raised and where).
+* ``report.pdf``: a summary table, then a page per claim: the search's best score so far (the
+  objective it maximises) against evaluations, the end of its coverage phase marked and its
+  statement beside it, the counterexample's parameters and assumption rows, and measured
+  against bound on the fresh confirmation seeds (or, for a claim that ended in ``error``, what
+  raised and where).
 
 Outputs are never overwritten: a directory that holds any of them is refused unless the run
 resumes it (``--resume``: the same :data:`RESUME_SETTINGS`; finished claims are kept, claims
@@ -26,9 +42,10 @@ from pathlib import Path
 from .. import __version__
 from .._files import atomic_write_text, writable_directory
 from .._validation import InvalidParameterError
+from ..verify.domain import format_ratio
 from ..verify.verdict import json_safe
 from .records import write_counterexample
-from .run import OUTCOMES
+from .run import OUTCOMES, confirmed_ratio_text
 
 __all__ = ["FalsifyRecord", "RECORD_NAME", "RESUME_SETTINGS", "read_falsify_record", "report_entry"]
 
@@ -168,31 +185,68 @@ def _finite(values) -> list:
     return [v if math.isfinite(v) else None for v in map(_number, values)]
 
 
+def _raw_text(raw: dict | None) -> str:
+    if not raw:
+        return "-"
+    counts = f", {raw['exceedances']} of {raw['trials']} trials" if "exceedances" in raw else \
+        f", {raw['trials']} trials"
+    return f"ratio {format_ratio(_number(raw['ratio']))}, score {_number(raw['score']):.4g}{counts}"
+
+
+def search_figure(result: dict) -> dict:
+    """The search against evaluations: the best score so far (the objective the search
+    maximises, non-decreasing), a sample of the evaluations' scores, the line at 0 where a
+    violation starts, and where the coverage phase ended (its statement is beside it, in the
+    page's evidence); the axis spans the best-so-far curve, sampled points below it marked at
+    the edge."""
+    trace = result["search"]["trace"]
+    # a falsify.json written before the scores were traced holds ratios ("cflbounds report" may read one)
+    objective, key = (trace["objective"], "score") if "objective" in trace else ("measured / allowed", "ratio")
+    best = [value for value in _finite(trace["best"][key]) if value is not None]
+    ylim = None
+    if best:
+        low, high = min(best + [0.0]), max(best + [0.0])
+        span = (high - low) or 1.0
+        ylim = [low - 0.1 * span, high + 0.1 * span]
+    references = [{"y": 0.0, "label": "the bound: above 0 violates"}]
+    covered = trace.get("coverage_evaluations", 0)
+    if covered:
+        references.append({"x": covered, "label": f"coverage phase: {covered} uniform points"})
+    return {"kind": "line", "title": f"{result['id']}: the search's best {objective} so far",
+            "xlabel": "evaluations", "ylabel": objective, "logx": True, "logy": False, "ylim": ylim,
+            "nonfinite_label": "infinite: a bound <= 0 exceeded, or nothing measured",
+            "series": [{"label": "an evaluation (sampled)", "x": trace["sampled"]["evaluation"],
+                        "y": trace["sampled"][key], "style": "points", "color": "0.6"},
+                       {"label": "best so far", "x": trace["best"]["evaluation"], "y": trace["best"][key],
+                        "style": "line", "color": "C3"}],
+            "reference": references}
+
+
 def report_entry(result: dict, statement: str) -> dict:
     """``result`` as the verdict-like dict the PDF report lays out (one claim's pages)."""
     search, confirmation = result["search"], result["confirmation"]
-    trace = search["trace"]
-    plots = [{"kind": "line", "title": f"{result['id']}: the search's best measured/allowed against evaluations",
-              "xlabel": "evaluations", "ylabel": "measured / allowed", "logx": True, "logy": True,
-              "nonfinite_label": "bound <= 0 exceeded",
-              "series": [{"label": "an evaluation (sampled)", "x": trace["sampled"]["evaluation"],
-                          "y": trace["sampled"]["ratio"], "style": "points", "color": "0.6"},
-                         {"label": "best so far", "x": trace["best"]["evaluation"], "y": trace["best"]["ratio"],
-                          "style": "line", "color": "C3"}],
-              "reference": [{"y": 1.0, "label": "the bound: above this line violates"}]}]
+    plots = [search_figure(result)]
     if confirmation and confirmation.get("measured"):
         fresh = list(range(1, len(confirmation["measured"]) + 1))
-        plots.append({"kind": "line", "title": "measured against bound at the shrunk point, on the fresh "
+        which = (result.get("confirmed") or {}).get("point", "reported")
+        plots.append({"kind": "line", "title": f"measured against bound at the {which} point, on the fresh "
                                                "confirmation seeds", "xlabel": "fresh seed", "ylabel": "value",
                       "x": fresh, "series": [{"label": "measured", "y": _finite(confirmation["measured"]),
                                               "style": "points", "group": "m"},
                                              {"label": "bound", "y": _finite(confirmation["bounds"]),
                                               "style": "dashed", "group": "m"}]})
     example = result["counterexample"] or search.get("best") or {}
-    evidence = {"best_ratio": result["best_ratio"], "evaluations": result["evaluations"],
+    confirmed = result.get("confirmed")
+    evidence = {"best_ratio (confirmed measured/allowed)": confirmed_ratio_text(confirmed) if confirmed else "-",
+                "raw best (one seed)": _raw_text(result.get("raw_best")), "evaluations": result["evaluations"],
                 "admissible evaluations": search["admissible"], "rejected (inadmissible)": search["rejected"],
                 "restarts": search["restarts"], "search seconds": search["search_seconds"],
                 "budget seconds": search["budget_seconds"], "max evaluations": search["max_evaluations"]}
+    coverage = result.get("coverage")
+    if coverage:
+        evidence.update({"coverage points (admissible, violating)": f"{coverage['points']} ({coverage['admissible']}, "
+                                                                     f"{coverage['violating']})",
+                         f"coverage volume bound ({coverage['confidence']:.0%})": coverage["volume_bound"]})
     if confirmation:
         evidence.update({"confirmation trials": confirmation["trials"],
                          "confirmation interval": confirmation["interval"],
@@ -202,6 +256,12 @@ def report_entry(result: dict, statement: str) -> dict:
     if example:
         details.update({"instance seed": example.get("seed"), "measured": example.get("measured"),
                         "bound": example.get("bound"), **(example.get("details") or {})})
+    if coverage:
+        details["coverage"] = coverage["statement"]
+    if search.get("shrink"):
+        shrunk = search["shrink"]
+        details["shrunk point"] = (f"{shrunk['parameters']}: {'reported' if shrunk['accepted'] else 'not reported'}, "
+                                   f"{shrunk['reason']}")
     if result.get("counterexample_file"):
         details["replay"] = f"cflbounds falsify --replay {result['counterexample_file']}"
     if result.get("error"):

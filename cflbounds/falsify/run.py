@@ -1,10 +1,34 @@
 """Falsify one claim: search its domain, shrink the best violating point, confirm it on fresh
 seeds, and say what was found (the JSON object ``cflbounds falsify --json`` prints per claim).
 
-The result's ``best_ratio`` is ``measured / allowed`` at the best admissible point of the
-search (:meth:`cflbounds.verify.domain.Domain.ratio`: above 1 exactly when that instance
-violates the claim); ``outcome`` is ``violated`` only when the shrunk point's violation is
-confirmed on fresh seeds (:mod:`.confirm`), else ``no counterexample found``.
+The search (:mod:`.search`) starts with a space-filling phase (:mod:`.coverage`), then climbs.
+Its best admissible point is confirmed on fresh seeds (:mod:`.confirm`), always: that gives
+every claim a confirmed ratio, not a single seed's noise. When the best point violates at its
+seed it is shrunk (:mod:`.shrink`, keeping half its excess at that seed), and the shrunk point
+is reported only if its own confirmation keeps the excess and clears the tolerance widely
+(:func:`.shrink.keeps_strength`); otherwise the unshrunk point is. ``outcome`` is
+``violated`` when the reported point's confirmation is. At most two points are confirmed; for
+an expectation or a probability each decides "violated" by the lower end of a two-sided
+interval at ``confidence`` (one-sided error ``(1 - confidence) / 2``), so a claim that holds is
+called violated with probability at most ``1 - confidence`` (a deterministic bound that holds
+never is).
+
+The result's numbers (ratios are measured / allowed, an instance above 1 violates; a
+deterministic bound is allowed its ``rtol``):
+
+* ``best_ratio``: the *confirmed* ratio of the reported point (the counterexample, else the
+  search's best point) on fresh seeds; the raw best's ratio when the claim's code failed
+  before the confirmation (outcome ``error``); NaN when no admissible point was evaluated;
+* ``confirmed``: ``{ratio, interval, trials, confidence, point, violated}``, the confirmed ratio
+  and its interval (:mod:`.confirm`: the largest fresh ratio and their range for a
+  deterministic bound, the mean's Student-t interval for an expectation, the pooled
+  frequency's Clopper-Pearson interval for a probability), the fresh trials it rests on, and
+  which point (``shrunk`` or ``search best``);
+* ``raw_best``: the search's best evaluation at its one seed: ``ratio``, ``score`` (the
+  quantity the search maximises, ``objective`` names it), ``evaluation`` (its number),
+  ``seed``, ``trials`` (and ``exceedances``, or ``samples``): the winner of many noisy draws,
+  biased upward;
+* ``coverage``: what the space-filling phase rules out (:class:`.coverage.Coverage`).
 
 The claim's own code is contained, as pytest contains a failing test: when its evaluation or
 constraints raise, or return something that breaks the Domain contract
@@ -21,13 +45,15 @@ from dataclasses import asdict
 from .._validation import InvalidParameterError
 from ..verify.context import VerifyContext
 from ..verify.contract import checked_evaluate
+from ..verify.domain import format_against, format_ratio
 from ..verify.failure import CONTAINED, ClaimFailure, ContractError, declaring_root, describe_failure, mark_raised
 from ..verify.registry import get_claim
-from .confirm import confirm
+from .confirm import Confirmation, confirm
 from .search import SearchResult, search
-from .shrink import shrink
+from .shrink import keeps_strength, shrink
 
-__all__ = ["DEFAULT_BUDGET", "OUTCOMES", "claim_failure", "falsify_claim", "falsifiable_claim", "search_trace"]
+__all__ = ["DEFAULT_BUDGET", "OUTCOMES", "claim_failure", "confirmed_ratio_text", "falsify_claim", "falsify_domain",
+           "falsifiable_claim", "search_trace"]
 
 DEFAULT_BUDGET = 120.0  # seconds of search per claim; shrinking and confirming come on top
 OUTCOMES = ("violated", "no counterexample found", "error")
@@ -43,30 +69,46 @@ def falsifiable_claim(claim_id: str):
     return claim
 
 
-def search_trace(found: SearchResult) -> dict:
-    """What the report draws of a search: the best ratio after each improvement (a step
-    function of the evaluation count, run to the last evaluation) and the evenly spread
-    sample of evaluations' ratios (None where the point was inadmissible)."""
+OBJECTIVES = {"deterministic": "log(measured / allowed)", "expectation": "log(mean measured / bound)",
+              "probability": "frequency - allowed probability"}
+
+
+def search_trace(found: SearchResult, rule: str) -> dict:
+    """What the report draws of a search: the best score so far after each improvement (the
+    quantity the search maximises, named ``objective``: a non-decreasing step function of the
+    evaluation count, run to the last evaluation), the evenly spread sample of evaluations'
+    scores (None where the point was inadmissible), and how many evaluations the coverage
+    phase took (the first ones)."""
     steps = list(found.improvements)
     if steps and steps[-1][0] < found.evaluations:  # the line runs to the end
         steps.append((found.evaluations, steps[-1][1]))
     sampled = found.sample.items
-    return {"best": {"evaluation": [number for number, _ in steps], "ratio": [ratio for _, ratio in steps]},
-            "sampled": {"evaluation": [position + 1 for position, _ in sampled], "ratio": [ratio for _, ratio in sampled]}}
+    return {"objective": OBJECTIVES[rule],
+            "coverage_evaluations": found.coverage.points if found.coverage is not None else 0,
+            "best": {"evaluation": [number for number, _ in steps], "score": [score for _, score in steps]},
+            "sampled": {"evaluation": [position + 1 for position, _ in sampled],
+                        "score": [score for _, score in sampled]}}
 
 
 def falsify_claim(claim_id: str, *, seed: int = 0, budget: float | None = DEFAULT_BUDGET,
                   max_evaluations: int | None = None, device: str = "cpu", confidence: float = 0.95,
                   contain: bool = True) -> dict:
-    """Search, shrink and confirm (module docstring); the result as a JSON-ready dict. With
-    ``contain`` (the default) a failure of the claim's own code is the result's outcome
-    ``error``; without it the exception propagates (``falsify --raise``)."""
-    claim = falsifiable_claim(claim_id)
-    domain = claim.domain
+    """Search, shrink and confirm the registered claim ``claim_id`` (module docstring); the
+    result as a JSON-ready dict. With ``contain`` (the default) a failure of the claim's own code
+    is the result's outcome ``error``; without it the exception propagates (``falsify --raise``)."""
+    return falsify_domain(falsifiable_claim(claim_id).domain, claim_id=claim_id, seed=seed, budget=budget,
+                          max_evaluations=max_evaluations, device=device, confidence=confidence, contain=contain)
+
+
+def falsify_domain(domain, *, claim_id: str = "this claim", seed: int = 0, budget: float | None = DEFAULT_BUDGET,
+                   max_evaluations: int | None = None, device: str = "cpu", confidence: float = 0.95,
+                   contain: bool = True) -> dict:
+    """:func:`falsify_claim` on a domain that no registered claim declares (yet): a plugin
+    author's domain under test, or a benchmark's planted claim; ``claim_id`` names it."""
     started, found = time.monotonic(), SearchResult()
     result = {"id": claim_id, "outcome": OUTCOMES[1], "best_ratio": math.nan, "evaluations": 0,
               "seconds": math.nan, "seed": seed, "device": device, "rule": domain.rule, "counterexample": None,
-              "confirmation": None, "error": None,
+              "confirmation": None, "confirmed": None, "raw_best": None, "coverage": None, "error": None,
               "search": {"budget_seconds": budget, "max_evaluations": max_evaluations}}
     try:
         _falsify(claim_id, domain, VerifyContext(seed=seed, device=device), found, result, confidence)
@@ -74,7 +116,7 @@ def falsify_claim(claim_id: str, *, seed: int = 0, budget: float | None = DEFAUL
         if not contain:
             mark_raised(error, claim_id)
             raise
-        result.update(outcome=OUTCOMES[2], counterexample=None, confirmation=None,
+        result.update(outcome=OUTCOMES[2], counterexample=None, confirmation=None, confirmed=None,
                       error=asdict(claim_failure(error, domain)))
     finally:  # what the search found, also when the claim's code failed part way
         _summarise_search(domain, found, result)
@@ -92,38 +134,70 @@ def claim_failure(error: BaseException, domain) -> ClaimFailure:
 
 
 def _falsify(claim_id: str, domain, ctx, found: SearchResult, result: dict, confidence: float) -> None:
-    """Search into ``found``; shrink and confirm its best violating point into ``result``."""
+    """Search into ``found``; confirm its best point, shrink it if it violates, and put the
+    point to report (module docstring) into ``result``."""
     seed = result["seed"]
     search(domain, ctx, seed=seed, budget=result["search"]["budget_seconds"],
-           max_evaluations=result["search"]["max_evaluations"], claim=claim_id, result=found)
+           max_evaluations=result["search"]["max_evaluations"], claim=claim_id, result=found, confidence=confidence)
     best = found.best
-    if best is None or best.score <= 0:
+    if best is None:
         return
-    point, instance, spent = shrink(domain, ctx, best.point, best.seed, claim=claim_id)
-    result["search"]["shrink_evaluations"] = spent
-    confirmation = confirm(domain, ctx, point, seed, confidence, claim=claim_id)
-    if not confirmation.violated and point != best.point:
-        # shrinking a noisy claim can walk to a point that violated at its seed only by luck:
-        # then the unshrunk best is confirmed instead (measured on MGD.L1 with a planted c1 = 1)
-        result["search"]["shrunk_point_confirmed"] = False
-        fallback = confirm(domain, ctx, best.point, seed, confidence, claim=claim_id)
-        if fallback.violated:
-            point, confirmation = best.point, fallback
-            instance = checked_evaluate(domain, [point], [best.seed], ctx, claim_id)[0]  # alone, as a replay does
-    result["confirmation"] = confirmation.as_dict()
-    if confirmation.violated:
+    best_check = confirm(domain, ctx, best.point, seed, confidence, claim=claim_id)
+    point, instance, check, shrunk = best.point, None, best_check, False
+    if best.score > 0:
+        shrinking = shrink(domain, ctx, best.point, best.seed, claim=claim_id)
+        instance = shrinking.start  # the best point alone at its seed, as a replay evaluates it
+        result["search"]["shrink_evaluations"] = shrinking.spent
+        if shrinking.point != best.point:
+            shrunk_check = confirm(domain, ctx, shrinking.point, seed, confidence, claim=claim_id)
+            accepted, reason = keeps_strength(domain, shrunk_check, best_check)
+            result["search"]["shrunk_point_confirmed"] = shrunk_check.violated
+            result["search"]["shrink"] = {"parameters": shrinking.point, "accepted": accepted, "reason": reason,
+                                          "confirmed": _confirmed(shrunk_check, "shrunk")}
+            if accepted:
+                point, instance, check, shrunk = shrinking.point, shrinking.instance, shrunk_check, True
+    result["confirmation"] = check.as_dict()
+    result["confirmed"] = _confirmed(check, "shrunk" if shrunk else "search best")
+    if check.violated:
+        example_seed = best.seed
+        if instance is None or not domain.score(instance) > 0:
+            # violated on fresh seeds though not at the search's seed: the strongest fresh seed is the one to replay
+            example_seed = check.strongest_seed
+        if instance is None or example_seed != best.seed:
+            instance = checked_evaluate(domain, [point], [example_seed], ctx, claim_id)[0]  # alone, as a replay does
         result["outcome"] = OUTCOMES[0]
-        result["counterexample"] = {"parameters": point, "seed": best.seed, **instance.as_dict()}
+        result["counterexample"] = {"parameters": point, "seed": example_seed, **instance.as_dict(), "shrunk": shrunk,
+                                    "confirmed_ratio": check.ratio, "confirmed_interval": list(check.ratio_interval)}
+
+
+def _confirmed(check: Confirmation, point: str) -> dict:
+    return {"ratio": check.ratio, "interval": list(check.ratio_interval), "trials": check.trials,
+            "confidence": check.confidence, "point": point, "violated": check.violated}
+
+
+def _raw_best(domain, best) -> dict:
+    instance = best.instance
+    raw = {"ratio": domain.ratio(instance), "score": best.score, "objective": OBJECTIVES[domain.rule],
+           "evaluation": best.index + 1, "seed": best.seed, "trials": 1}
+    if instance.trials is not None:
+        raw.update(trials=instance.trials, exceedances=instance.exceedances)
+    elif instance.samples is not None:
+        raw.update(trials=len(instance.samples))
+    return raw
 
 
 def _summarise_search(domain, found: SearchResult, result: dict) -> None:
     best = found.best
     result["evaluations"] = found.evaluations
+    result["coverage"] = found.coverage.as_dict() if found.coverage is not None else None
     result["search"].update(restarts=found.restarts, search_seconds=found.seconds, admissible=found.admissible,
-                            rejected=found.rejected, best=None, trace=search_trace(found))
+                            rejected=found.rejected, best=None, trace=search_trace(found, domain.rule))
     if best is not None:
-        result["best_ratio"] = domain.ratio(best.instance)
+        result["raw_best"] = _raw_best(domain, best)
+        result["best_ratio"] = result["raw_best"]["ratio"]
         result["search"]["best"] = {"parameters": best.point, "seed": best.seed, **best.instance.as_dict()}
+    if result.get("confirmed"):
+        result["best_ratio"] = result["confirmed"]["ratio"]
 
 
 def _summary(result: dict) -> str:
@@ -131,16 +205,30 @@ def _summary(result: dict) -> str:
     if result["outcome"] == OUTCOMES[2]:
         error = result["error"]
         return f"error: {_failure_line(error)} (after {spent})"
+    confirmed = result["confirmed"]
     if result["outcome"] == OUTCOMES[0]:
         example, confirmation = result["counterexample"], result["confirmation"]
-        left_out = (f", {confirmation['inadmissible']} of them inadmissible and left out"
+        left_out = (f"; {confirmation['inadmissible']} fresh instances inadmissible and left out"
                     if confirmation["inadmissible"] else "")
-        return (f"violated: at {example['parameters']} measured {example['measured']:.4g} > bound "
-                f"{example['bound']:.4g} (ratio {example['ratio']:.4g}); confirmed on {len(confirmation['seeds'])} fresh "
-                f"seeds{left_out}: {confirmation['summary']} ({spent})")
-    tail = (f"; the best point did not confirm on fresh seeds: {result['confirmation']['summary']}"
-            if result["confirmation"] else "")
-    return f"no counterexample found: best measured/allowed {result['best_ratio']:.4g} ({spent}){tail}"
+        measured, bound = format_against(example["measured"], example["bound"])
+        return (f"violated: at {example['parameters']} measured/allowed {confirmed_ratio_text(confirmed)} "
+                f"({confirmation['summary']}{left_out}); at its seed measured {measured} > bound {bound} (ratio "
+                f"{format_ratio(example['ratio'])}) ({spent})")
+    coverage = f"; coverage: {result['coverage']['statement']}" if result["coverage"] else ""
+    if confirmed is None:
+        return f"no counterexample found: no admissible point was evaluated ({spent}){coverage}"
+    raw = result["raw_best"]
+    counts = f", {raw['exceedances']} exceedances in {raw['trials']} trials" if "exceedances" in raw else ""
+    return (f"no counterexample found: at the search's best point measured/allowed {confirmed_ratio_text(confirmed)}"
+            f" (at its one seed {format_ratio(raw['ratio'])}{counts}) ({spent}){coverage}")
+
+
+def confirmed_ratio_text(confirmed: dict) -> str:
+    """A confirmed ratio with its interval, as every summary prints it (:func:`format_ratio`)."""
+    ratio, (low, high) = format_ratio(confirmed["ratio"]), (format_ratio(end) for end in confirmed["interval"])
+    if confirmed["confidence"] == 1.0:  # a deterministic bound: nothing is estimated
+        return f"{ratio} (the largest of {confirmed['trials']} fresh instances; range [{low}, {high}])"
+    return f"{ratio} [{low}, {high}] ({confirmed['confidence']:.0%} interval, {confirmed['trials']} fresh trials)"
 
 
 def _failure_line(error: dict) -> str:

@@ -10,7 +10,11 @@ integers. A point whose parameter-only assumptions fail is never evaluated (its 
 penalty growing with how far it fails); an evaluated instance whose own assumption rows fail is
 penalised the same way and never counted as a violation.
 
-The search maximises the domain's score (``log(measured/bound)``, or ``frequency - allowed``);
+Every search starts with a space-filling phase (:mod:`.coverage`): the first fifth of its
+evaluations (or of its seconds) are independent uniform points of the unit cube, which state
+what a search without a violation rules out; the best of them starts CMA-ES's first restart.
+
+The search maximises the domain's score (``log(measured/allowed)``, or ``frequency - allowed``);
 pycma minimises, so it is told the negative. Every evaluation gets its own seed, spawned from
 the search seed and its index, so the same seed gives the same search path on any executor.
 Every evaluation is checked against the Domain contract (:mod:`cflbounds.verify.contract`),
@@ -30,6 +34,7 @@ import numpy as np
 from ..synthetic.seeding import spawn_seeds
 from ..verify.contract import checked_constraint_rows, checked_evaluate
 from ..verify.domain import Domain, Instance
+from .coverage import COVERAGE_SHARE, Coverage, UniformDraws, coverage_evaluations
 
 __all__ = ["Evaluation", "EvenSample", "SearchResult", "search", "SEARCH_KEY", "TRACE_POINTS", "evaluation_seed"]
 
@@ -84,9 +89,11 @@ class SearchResult:
     """What a search keeps, however long it runs: memory stays flat (DESIGN.md; measured by
     ``benchmarks/bench_falsify_memory.py``). Counts; the best admissible evaluation (largest
     score, earliest on ties) with its instance; ``improvements``, the evaluation number and
-    ratio each time the best improved (a step function); ``sample``, the ratios (None where
-    inadmissible) of at most :data:`TRACE_POINTS` evaluations, evenly spread. Every evaluation
-    itself is passed to ``search(observe=...)`` and dropped."""
+    score each time the best improved (a non-decreasing step function of the quantity the
+    search maximises); ``sample``, the scores (None where inadmissible) of at most
+    :data:`TRACE_POINTS` evaluations, evenly spread; ``coverage``, the counts of the
+    space-filling phase (its points are the first ``coverage.points`` evaluations). Every
+    evaluation itself is passed to ``search(observe=...)`` and dropped."""
 
     evaluations: int = 0
     admissible: int = 0
@@ -95,6 +102,7 @@ class SearchResult:
     best: Evaluation | None = None
     improvements: list = field(default_factory=list)
     sample: EvenSample = field(default_factory=lambda: EvenSample(TRACE_POINTS))
+    coverage: Coverage | None = None
 
     @property
     def rejected(self) -> int:
@@ -108,9 +116,9 @@ class SearchResult:
             self.admissible += 1
         if improved:
             self.best = evaluation
-            self.improvements.append((evaluation.index + 1, domain.ratio(evaluation.instance)))
+            self.improvements.append((evaluation.index + 1, evaluation.score))
         if self.sample.wants(evaluation.index):
-            self.sample.offer(evaluation.index, None if evaluation.score is None else domain.ratio(evaluation.instance))
+            self.sample.offer(evaluation.index, evaluation.score)
 
 
 def _shortfall(rows) -> float:
@@ -147,62 +155,114 @@ def _minimum_steps(domain: Domain) -> np.ndarray:
     return np.array(steps)
 
 
+@dataclass
+class _Allowance:
+    """What a phase may still spend: until ``seconds`` after ``started`` or ``evaluations`` in
+    ``result`` in all (None: no such limit)."""
+
+    clock: Callable[[], float]
+    started: float
+    seconds: float | None
+    evaluations: int | None
+    result: SearchResult
+
+    def spent(self) -> bool:
+        over_time = self.seconds is not None and self.clock() - self.started >= self.seconds
+        over_count = self.evaluations is not None and self.result.evaluations >= self.evaluations
+        return over_time or over_count
+
+    def room(self, count: int) -> int:
+        """``count``, or fewer where the evaluation count would be passed."""
+        return count if self.evaluations is None else min(count, self.evaluations - self.result.evaluations)
+
+
 def search(domain: Domain, ctx, *, seed: int, budget: float | None = None, max_evaluations: int | None = None,
            clock=time.monotonic, claim: str = "this claim", result: SearchResult | None = None,
-           observe: Callable[[Evaluation], None] | None = None) -> SearchResult:
+           observe: Callable[[Evaluation], None] | None = None, confidence: float = 0.95,
+           coverage_share: float = COVERAGE_SHARE) -> SearchResult:
     """Maximise the domain's score until ``budget`` seconds or ``max_evaluations`` evaluations
-    (whichever comes first; at least one of them must be given). Every evaluation is checked
-    against the Domain contract (:mod:`cflbounds.verify.contract`, naming ``claim``), passed to
-    ``observe`` and summarised into ``result`` (a fresh :class:`SearchResult` by default; give
-    one to keep what was found before an evaluation raises), which is returned."""
-    import cma
-
+    (whichever comes first; at least one of them must be given): first the space-filling phase
+    (``coverage_share`` of either, its violations judged at ``confidence``: :mod:`.coverage`),
+    then CMA-ES (its first restart from the best point the phase drew). Every evaluation is
+    checked against the Domain contract (:mod:`cflbounds.verify.contract`, naming ``claim``),
+    passed to ``observe`` and summarised into ``result`` (a fresh :class:`SearchResult` by
+    default; give one to keep what was found before an evaluation raises), which is returned."""
     if budget is None and max_evaluations is None:
         raise ValueError("search needs a budget in seconds or a number of evaluations")
     started, result = clock(), SearchResult() if result is None else result
+    result.coverage = Coverage(domain.rule, confidence)
     dimension = len(domain.parameters)
     base_population = 4 + int(3 * math.log(dimension))
-    minimum_steps = _minimum_steps(domain)
     evaluate = partial(_evaluate_generation, domain, ctx, seed, claim=claim, result=result, observe=observe)
-
-    def spent() -> bool:
-        over_time = budget is not None and clock() - started >= budget
-        over_count = max_evaluations is not None and result.evaluations >= max_evaluations
-        return over_time or over_count
-
+    whole = _Allowance(clock, started, budget, max_evaluations, result)
+    phase = _Allowance(clock, started, None if budget is None else coverage_share * budget,
+                       coverage_evaluations(max_evaluations, coverage_share), result)
     try:
-        while not spent():
-            restart_seed = spawn_seeds(seed, 1, SEARCH_KEY + 1, result.restarts)[0]
-            rng = np.random.default_rng(restart_seed)
-            options = {"bounds": [0.0, 1.0], "popsize": base_population * 2 ** min(result.restarts, MAX_DOUBLINGS),
-                       "seed": int(restart_seed % (2**31 - 1)) + 1, "verbose": -9,
-                       "minstd": list(minimum_steps), "tolfun": 1e-9, "tolx": 1e-6}
-            if dimension == 1:  # pycma needs two coordinates: a dummy one the objective ignores
-                options["minstd"] = list(minimum_steps) + [0.0]
-            strategy = cma.CMAEvolutionStrategy(list(rng.uniform(0.1, 0.9, size=max(dimension, 2))), SIGMA0, options)
-            while not strategy.stop() and not spent():
-                candidates, objectives = strategy.ask(), []
-                # in chunks of the base population, so that a large generation does not overrun the budget;
-                # a generation cut short is kept in the record but not told to the strategy
-                for first in range(0, len(candidates), base_population):
-                    if spent():
-                        break
-                    chunk = candidates[first:first + base_population]
-                    if max_evaluations is not None:
-                        chunk = chunk[:max_evaluations - result.evaluations]
-                    objectives += evaluate([c[:dimension] for c in chunk])
-                if len(objectives) == len(candidates):
-                    strategy.tell(candidates, objectives)
-            result.restarts += 1
-        result.restarts -= 1  # restarts after the first run
+        start = _cover(evaluate, UniformDraws(seed, dimension), base_population, phase, result)
+        _climb(domain, evaluate, seed, base_population, whole, start, result)
     finally:  # also when an evaluation raises: the seconds searched until then
         result.seconds = clock() - started
     return result
 
 
-def _evaluate_generation(domain, ctx, seed, units, *, claim: str, result: SearchResult, observe) -> list[float]:
-    """Evaluate one generation as a batch (its admissible points in one checked call); add
-    its evaluations to ``result``; return its objectives."""
+def _cover(evaluate, draws: UniformDraws, chunk: int, phase: _Allowance, result: SearchResult):
+    """The space-filling phase: uniform points in chunks (one batched evaluation each) until
+    the ``phase`` is spent, counted into ``result.coverage``; returns the unit point of least
+    objective (None if none was drawn), where CMA-ES's first restart starts."""
+    start, least = None, math.inf
+    while not phase.spent():
+        units = draws.take(phase.room(chunk))
+        objectives = evaluate(list(units), coverage=result.coverage)
+        at = int(np.argmin(objectives))
+        if objectives[at] < least:
+            start, least = units[at], objectives[at]
+    return start
+
+
+def _climb(domain: Domain, evaluate, seed: int, base_population: int, whole: _Allowance, start,
+           result: SearchResult) -> None:
+    """CMA-ES with IPOP restarts until the search's allowance is spent, each run from a random
+    point of its restart seed, except the first restart, from ``start`` (the best coverage point,
+    when there is one). Not the first run: a best coverage point on a plateau of the objective
+    held CMA-ES there (a claim tight along an edge, violated in a thin corner: started on the
+    edge, 4 of 6 seeds never left it in 300 evaluations; tests/test_falsify_strength.py)."""
+    import cma
+
+    dimension = len(domain.parameters)
+    minimum_steps = _minimum_steps(domain)
+    runs = 0
+    while not whole.spent():
+        restart_seed = spawn_seeds(seed, 1, SEARCH_KEY + 1, runs)[0]
+        rng = np.random.default_rng(restart_seed)
+        options = {"bounds": [0.0, 1.0], "popsize": base_population * 2 ** min(runs, MAX_DOUBLINGS),
+                   "seed": int(restart_seed % (2**31 - 1)) + 1, "verbose": -9,
+                   "minstd": list(minimum_steps), "tolfun": 1e-9, "tolx": 1e-6}
+        if dimension == 1:  # pycma needs two coordinates: a dummy one the objective ignores
+            options["minstd"] = list(minimum_steps) + [0.0]
+        x0 = rng.uniform(0.1, 0.9, size=max(dimension, 2))
+        if start is not None and runs == 1:
+            x0[:dimension] = start
+        strategy = cma.CMAEvolutionStrategy(list(x0), SIGMA0, options)
+        while not strategy.stop() and not whole.spent():
+            candidates, objectives = strategy.ask(), []
+            # in chunks of the base population, so that a large generation does not overrun the budget;
+            # a generation cut short is kept in the record but not told to the strategy
+            for first in range(0, len(candidates), base_population):
+                if whole.spent():
+                    break
+                chunk = candidates[first:first + whole.room(base_population)]
+                objectives += evaluate([c[:dimension] for c in chunk])
+            if len(objectives) == len(candidates):
+                strategy.tell(candidates, objectives)
+        runs += 1
+        result.restarts = runs - 1  # restarts after the first run
+
+
+def _evaluate_generation(domain, ctx, seed, units, *, claim: str, result: SearchResult, observe,
+                         coverage: Coverage | None = None) -> list[float]:
+    """Evaluate one generation (or chunk of coverage points) as a batch (its admissible points in
+    one checked call); add its evaluations to ``result`` (and to ``coverage``); return its
+    objectives."""
     points = [domain.decode(unit) for unit in units]
     first = result.evaluations
     seeds = [evaluation_seed(seed, first + i) for i in range(len(points))]
@@ -224,6 +284,8 @@ def _evaluate_generation(domain, ctx, seed, units, *, claim: str, result: Search
             objective = _objective(score, instance.margin)
         evaluation = Evaluation(first + i, point, seeds[i], score, instance)
         result.add(evaluation, domain)
+        if coverage is not None:
+            coverage.add(domain, instance)
         if observe is not None:
             observe(evaluation)
         objectives.append(objective)

@@ -30,7 +30,7 @@ import numpy as np
 
 from .failure import declaration_site
 
-__all__ = ["Parameter", "Instance", "Domain", "RULES"]
+__all__ = ["Parameter", "Instance", "Domain", "RULES", "format_against", "format_ratio", "ratio_of"]
 
 RULES = ("deterministic", "expectation", "probability")
 
@@ -151,7 +151,7 @@ class Instance:
     def ratio(self) -> float:
         """``measured / bound``; ``inf`` when a non-positive bound is exceeded, 0 when the bound
         is ``+inf``."""
-        return _ratio(self.measured, self.bound)
+        return ratio_of(self.measured, self.bound)
 
     def as_dict(self) -> dict:
         data = {"measured": self.measured, "bound": self.bound, "ratio": self.ratio, "assumptions": self.assumptions,
@@ -254,7 +254,7 @@ class Domain:
 
     def ratio(self, instance: Instance) -> float:
         """``measured / allowed``: above 1 exactly when the instance violates the claim."""
-        return _ratio(instance.measured, self.allowed(instance))
+        return ratio_of(instance.measured, self.allowed(instance))
 
     def score(self, instance: Instance) -> float:
         """The search's objective, positive exactly when the instance violates the claim:
@@ -265,9 +265,43 @@ class Domain:
         return math.inf if math.isinf(ratio) else (math.log(ratio) if ratio > 0 else -math.inf)
 
 
-def _ratio(measured: float, bound: float) -> float:
+def ratio_of(measured: float, bound: float) -> float:
+    """``measured / bound``: ``inf`` when a non-positive bound is exceeded (else 0), 0 against ``+inf``."""
     if bound == math.inf:  # an overflowed bound promises nothing: never approached, even by a diverged run
         return 0.0
     if bound > 0:
         return measured / bound
     return math.inf if measured > bound else 0.0
+
+
+NEAR_ONE = 1e-4  # below this distance from 1 a ratio is written as 1 + excess: decimals would run long
+
+
+def format_ratio(ratio: float) -> str:
+    """``ratio`` with the digits that show how far it is from 1, the line a verdict is drawn
+    at: ``1.0103`` (not ``1.01``: three significant digits of the excess), ``0.9998``,
+    ``1 + 2.1e-10`` and ``1 - 3.4e-05`` near 1 (where a fixed number of significant digits
+    prints ``1`` and a reader takes a violation for rounding), ``1`` only when it is exactly 1;
+    far from 1 (below 0.5 or from 10 on) four significant digits, ``inf`` and ``nan`` by name.
+    Trailing zeros are dropped (``1.25``, ``2``)."""
+    ratio = float(ratio)
+    if not math.isfinite(ratio) or ratio < 0.5 or ratio >= 10:
+        return f"{ratio:.4g}"
+    distance = abs(ratio - 1.0)
+    if distance == 0:
+        return "1"
+    if distance < NEAR_ONE:
+        return f"1 {'+' if ratio > 1 else '-'} {distance:.2g}"
+    decimals = max(3, 2 - math.floor(math.log10(distance)))  # three significant digits of the distance
+    return f"{ratio:.{decimals}f}".rstrip("0").rstrip(".")
+
+
+def format_against(measured: float, bound: float) -> tuple[str, str]:
+    """``measured`` and ``bound`` with the fewest significant digits (at least 4, at most 17)
+    that tell them apart: never "measured 0.9998 > bound 0.9998"."""
+    for digits in range(4, 18):
+        shown = f"{float(measured):.{digits}g}", f"{float(bound):.{digits}g}"
+        if shown[0] != shown[1] or float(measured) == float(bound):
+            return shown
+    return shown
+

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .domain import format_ratio
 from .orderings import judge_ordering
 from .stats import bonferroni_confidence, clopper_pearson, fit_rate
 from .verdict import VERDICTS, Verdict
@@ -114,8 +115,8 @@ def deterministic(measured, bound, *, rtol: float = 1e-9, atol: float = 0.0, tri
     if informative is not None:
         evidence.update(trivial=float(trivial), informative_instances=informative)
     summary = (f"{verdict}: {quantity} exceeds the bound on {violations} of {measured.size} instances "
-               f"(tolerance rtol {rtol:g}, atol {atol:g}); largest {quantity}/bound {evidence['max_ratio']:.4g}, "
-               f"median {evidence['median_ratio']:.4g}"
+               f"(tolerance rtol {rtol:g}, atol {atol:g}); largest {quantity}/bound "
+               f"{format_ratio(evidence['max_ratio'])}, median {format_ratio(evidence['median_ratio'])}"
                + (f"; the bound is below the trivial {trivial:g} on {informative} instances" if trivial is not None
                   else ""))
     plot = [_ratio_figure(measured.ravel(), bound.ravel(), title or f"{quantity} over the bound, per instance",
@@ -188,7 +189,8 @@ def exceedance_counts(exceedances, trials, allowed, *, confidence: float = 0.95,
                 "bonferroni_confidence": bonferroni_confidence(confidence, configurations)}
     name = f" ({labels[worst]})" if labels is not None else ""
     summary = (f"{verdict}: over {configurations} configurations, the exceedance frequency reaches "
-               f"{frequency[worst]:.4g} against the allowed {allowed[worst]:.4g}{name} (Bonferroni lower end "
+               f"{frequency[worst]:.4g} against the allowed {allowed[worst]:.4g}{name} (ratio "
+               f"{format_ratio(over[worst])}; Bonferroni lower end "
                f"{family_low[worst]:.4g}); {int(testable.sum())} configurations have enough trials to show the claim, "
                f"{int(refuted.sum())} refute it")
     plot = [_ratio_figure(frequency, allowed, title or "exceedance frequency over the allowed probability, per "
