@@ -90,7 +90,8 @@ def test_a_designed_violation_stays_violated_whatever_the_search_finds(planted):
 def test_a_true_claim_keeps_its_verdict_and_says_what_the_search_saw(planted):
     verdict = judge("PLANT.TRUE", scale="smoke", search=PLAN)
     assert verdict.verdict == "holds" and verdict.search["outcome"] == "no counterexample found"
-    assert "search: no counterexample in 120 evaluations" in verdict.summary
+    assert "; search: no counterexample found" in verdict.summary and "120 evaluations" in verdict.summary
+    assert verdict.search["coverage"]["statement"] in verdict.summary  # what the search rules out
 
 
 def test_a_search_that_raises_is_the_claims_error(planted):

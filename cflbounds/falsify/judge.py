@@ -22,7 +22,6 @@ the verdict depends only on (claim, scale, seed, device) as the designed experim
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from numbers import Integral
 
@@ -79,10 +78,6 @@ def default_plan(scale: str) -> SearchPlan:
     return SearchPlan(evaluations=SEARCH_EVALUATIONS[scale] or None)
 
 
-def _ratio_text(ratio) -> str:
-    return "n/a" if ratio is None or (isinstance(ratio, float) and math.isnan(ratio)) else f"{ratio:.6g}"
-
-
 def search_record(result: dict) -> dict:
     """The part of a :func:`falsify_claim` result a verdict keeps (no trace: the search's own
     report has it)."""
@@ -105,12 +100,8 @@ def searched_verdict(designed: Verdict, result: dict) -> Verdict:
                 "search_violated": int(outcome == "violated"),
                 "search_best_ratio": result["best_ratio"]}
     reading = f"search: {result['summary']}"
-    if final == designed.verdict:
-        summary = f"{designed.summary}; {reading}" if outcome != "no counterexample found" else \
-            f"{designed.summary} (search: no counterexample in {result['evaluations']} evaluations, best " \
-            f"measured/allowed {_ratio_text(result['best_ratio'])})"
-    else:
-        summary = f"designed experiment: {designed.verdict} ({designed.summary}); {reading}"
+    summary = (f"{designed.summary}; {reading}" if final == designed.verdict else
+               f"designed experiment: {designed.verdict} ({designed.summary}); {reading}")
     details = dict(designed.details)
     if outcome == "error" and result.get("error"):
         details.update({f"error_{key}": value for key, value in result["error"].items()})
