@@ -45,7 +45,7 @@ from pathlib import Path
 
 # OpenMP threads that spin while waiting slow down badly when another process holds one of the
 # two cores; waiting passively avoids that but costs wake-up latency on a quiet box (see the
-# README). The product is measured in the environment it is given; --omp-passive sets
+# docs/performance.md, "A busy neighbour"). The product is measured in the environment it is given; --omp-passive sets
 # OMP_WAIT_POLICY=PASSIVE, which must happen before torch (libgomp) is loaded.
 if "--omp-passive" in sys.argv:
     os.environ["OMP_WAIT_POLICY"] = "PASSIVE"

@@ -3,14 +3,14 @@
     python benchmarks/measure_claim_costs.py --scale smoke       # about a minute
     python benchmarks/measure_claim_costs.py --scale default     # minutes: run it on a quiet machine
     python benchmarks/measure_claim_costs.py --scale paper --timeout 300   # each claim alone, at most 5 min
-    python benchmarks/measure_claim_costs.py --markdown          # the README's table, from the file
+    python benchmarks/measure_claim_costs.py --markdown          # docs/verify-runs.md's table, from the file
 
 Every implemented claim (or those given with ``--claims``) runs at ``--scale`` in registry
 order in one context, as ``cflbounds verify`` runs them (claims that share an experiment
 with an earlier claim then cost less than alone), and its verdict's seconds are recorded in
 ``cflbounds/verify/claim_costs.json`` under the scale, replacing that scale's entry only,
 with the date, the machine, the CPU and torch thread counts and the load average before and
-after. ``verify --help``, its ETA and the README's table read the file, never hand-copied numbers.
+after. ``verify --help``, its ETA and docs/verify-runs.md's table read the file, never hand-copied numbers.
 
 With ``--timeout S`` each claim runs alone instead, in a ``cflbounds verify ID`` process of its
 own stopped after S seconds (for the paper scale, where a claim can take hours): a claim that
@@ -99,7 +99,7 @@ def main(argv=None) -> int:
     parser.add_argument("--note", default="", help="what else to say about the measurement (e.g. the load)")
     parser.add_argument("--timeout", type=float, help="run each claim alone, stopped after this many seconds")
     parser.add_argument("--output", type=Path, default=COSTS_FILE, help=f"default {COSTS_FILE}")
-    parser.add_argument("--markdown", action="store_true", help="print the README table of --output and exit")
+    parser.add_argument("--markdown", action="store_true", help="print the docs/verify-runs.md table of --output and exit")
     args = parser.parse_args(argv)
     if args.markdown:
         print(markdown(args.output))

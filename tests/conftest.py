@@ -23,7 +23,7 @@ from cflbounds.verify import registry
 _DEFAULT_EXAMPLES = 100
 # deterministic (the default): each test's own count, drawn from a fixed seed, so CI never fails
 # on an example it happened to draw this time. explore: fresh examples, ten times as many (a
-# property of the default cost runs 1000; see README, "Quickstart", for its time).
+# property of the default cost runs 1000; see docs/development.md, "Deterministic property tests", for its time).
 settings.register_profile("deterministic", max_examples=_DEFAULT_EXAMPLES, derandomize=True, database=None,
                           deadline=None)
 settings.register_profile("explore", max_examples=10 * _DEFAULT_EXAMPLES, derandomize=False, deadline=None)

@@ -118,10 +118,13 @@ def test_table_wraps_the_last_column_only(width):
 
 
 def test_claims_markdown_has_the_paper_column(capsys):
+    """The Markdown table has the terminal table's columns (the README shows what the command prints)."""
     code, out, _ = run(capsys, "claims", "--markdown")
     lines = out.splitlines()
-    assert code == 0 and lines[0] == "| claim | paper | package | status | falsify | statement |"
-    assert lines[2].startswith("| IFCA.A1 | IFCA | cflbounds | implemented | no | ")
+    assert code == 0 and lines[0] == "| id | paper | package | checked by | statement |"
+    assert lines[2].startswith("| IFCA.A1 | IFCA | cflbounds | verify | ")
+    assert any(line.startswith("| FC.T1 | FedCluster | cflbounds | verify, falsify | ") for line in lines)
+    assert any(line.startswith("| IFCA.T2 | IFCA | cflbounds | - | ") for line in lines)
     assert lines[2 + len(CLAIMS):3 + len(CLAIMS)] in ([], [""])  # then: why some claims cannot be falsified
 
 

@@ -1,4 +1,4 @@
-"""The Hypothesis profile governs every property test (tests/conftest.py, README "Quickstart").
+"""The Hypothesis profile governs every property test (tests/conftest.py, docs/development.md).
 
 A test states its example count with ``@examples(n)``; the loaded profile scales it and alone
 decides derandomization. A bare ``settings(max_examples=60)`` or ``settings(derandomize=True)``

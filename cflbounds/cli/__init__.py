@@ -5,8 +5,9 @@ assumptions and gives a verdict (holds, violated, vacuous, ...) with its evidenc
 package can add its own claims (entry-point group cflbounds.claims; see docs/own-theorem.md).
 
 The ``cflbounds`` command, one module of this package per subcommand (``add_parser(commands)``
-and ``run(args)``). Exit codes: 0 ok; 1 a claim was ``violated`` and ``--strict`` was given, or a
-replayed counterexample did not reproduce; 2 bad usage or invalid parameters (one line on stderr
+and ``run(args)``). Exit codes: 0 ok; 1 a claim was ``violated`` and ``--strict`` was given, a
+replayed counterexample did not reproduce, or cflbounds crashed (an uncaught exception, with its
+traceback); 2 bad usage or invalid parameters (one line on stderr
 naming the parameter, its value and the allowed range; no traceback); 3 a claim ended in
 ``error``: its own code (check, bound or domain evaluation) raised or broke a contract (its
 result says what and where; the other claims ran and every output was written; it outranks 1);

@@ -9,13 +9,13 @@ from ._common import table, terminal_width
 
 __all__ = ["add_parser", "run"]
 
-COLUMNS = ("id", "paper", "package", "status", "falsify", "statement")
+TABLE_COLUMNS = ("id", "paper", "package", "checked by", "statement")  # the table and --markdown
 
 
 def add_parser(commands) -> None:
     parser = commands.add_parser("claims", allow_abbrev=False,
                                  help="list every claim ID with its paper, package, statement and status",
-                                 description="List every registered claim (the five papers' of CLAIMS.md and those "
+                                 description="List every registered claim (the five papers' of tests/data/CLAIMS.md and those "
                                              "of any installed plugin package, entry-point group cflbounds.claims) "
                                              "with its ID, paper, the package that declares it, its statement and "
                                              "whether `cflbounds verify` can check it, and whether `cflbounds "
@@ -31,7 +31,7 @@ def add_parser(commands) -> None:
                              "problem was found, else 0")
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print a JSON list of objects instead of a table")
-    output.add_argument("--markdown", action="store_true", help="print a Markdown table (as in the README)")
+    output.add_argument("--markdown", action="store_true", help="print a Markdown table (as in the README, 'Claims')")
 
 
 def _check_plugins(args) -> int:
@@ -78,15 +78,17 @@ def run(args) -> int:
     reasons = [(r["id"], r["falsify"][len("no: "):]) for r in rows if r["falsify"].startswith("no: ")]
     for r in rows:
         r["falsify"] = r["falsify"].split(":")[0]  # yes / no; the reasons follow the table
+    # One column for what checks a claim (the terminal's width goes to the statements); the
+    # Markdown table has the terminal table's columns, so the README shows what the command prints.
+    checked = [("verify" * (r["status"] == "implemented") + ", falsify" * (r["falsify"] == "yes")).lstrip(", ") or "-"
+               for r in rows]
+    cells = [[r["id"], r["paper"], r["package"], by, r["statement"]] for r, by in zip(rows, checked)]
     if args.markdown:
-        print("| claim | paper | package | status | falsify | statement |\n|---|---|---|---|---|---|")
-        for r in rows:
-            print("| " + " | ".join(r[column].replace("|", "&#124;") for column in COLUMNS) + " |")
-    else:  # one column for what checks a claim: the terminal's width goes to the statements
-        checked = ["verify" * (r["status"] == "implemented") + ", falsify" * (r["falsify"] == "yes") or "-"
-                   for r in rows]
-        print(table(("id", "paper", "package", "checked by", "statement"),
-                    [[r["id"], r["paper"], r["package"], by.lstrip(", "), r["statement"]] for r, by in zip(rows, checked)]))
+        print("| " + " | ".join(TABLE_COLUMNS) + " |\n|" + "---|" * len(TABLE_COLUMNS))
+        for row in cells:
+            print("| " + " | ".join(cell.replace("|", "&#124;") for cell in row) + " |")
+    else:
+        print(table(TABLE_COLUMNS, cells))
     if reasons:
         print("\nWhy these claims cannot be falsified (`cflbounds falsify` searches the others):\n")
         print("\n".join(f"- {claim_id}: {why}" for claim_id, why in reasons) if args.markdown else

@@ -39,8 +39,11 @@ DESCRIPTION = (
     "reproducible. A claim whose own code (its domain's evaluation or constraints) raises, or returns what breaks the "
     "Domain contract (one Instance per point; measured, bound, counts and samples well-formed: docs/own-theorem.md), "
     "ends with outcome 'error', naming the exception and the plugin's file:line; the other claims are searched and "
-    "every output is written. Exit status: 0 done; 1 a claim is violated and --strict is given; 2 bad usage (one line, "
-    "before any work); 3 a claim ended in 'error' (before 1).")
+    "every output is written. With no claim named, every claim that declares a domain is searched for --budget "
+    "seconds each (a warning on stderr says how many and how long before the search starts). Exit status: 0 done; 1 "
+    "a claim is violated and --strict is given, a --replay that does not reproduce, or a crash (an uncaught "
+    "exception, with its traceback; also one re-raised by --raise); 2 bad usage (one line, before any work); 3 a "
+    "claim ended in 'error' (before 1).")
 
 
 def _positive(kind):
@@ -177,6 +180,18 @@ def _replay(args) -> int:
     return 0 if reproduced else 1
 
 
+def _everything_warning(count: int, budget: float | None, evaluations: int | None) -> str:
+    """The one line printed before a plain ``cflbounds falsify`` (no claim named) searches every
+    claim that declares a domain: how many, what that costs, and how to spend less."""
+    from ..verify.costs import rough_duration
+
+    each = f"{evaluations} evaluations each" if evaluations else \
+        f"{budget:g} s each, {rough_duration(count * budget)} of search in all"
+    return (f"cflbounds falsify: warning: no claim named, so all {count} claims that declare a domain are searched "
+            f"({each}, plus shrinking and confirming); name the claims (e.g. 'FC.*') or give a smaller --budget or "
+            f"--evaluations to spend less")
+
+
 def _claim_ids(args) -> list[str]:
     from ..falsify import falsifiable_claim
     from ..verify.registry import claims
@@ -244,6 +259,8 @@ def run(args) -> int:
     if len(todo) < len(ids):
         kept = [claim_id for claim_id in ids if claim_id not in todo]
         print(f"falsify {', '.join(kept)}: kept from {record.path} (resumed)", file=sys.stderr, flush=True)
+    if not args.ids and todo:
+        print(_everything_warning(len(todo), budget, args.evaluations), file=sys.stderr, flush=True)
     start_executor(args)
     spend = f"{args.evaluations} evaluations" if args.evaluations else f"{budget:g} s of search"
     settings = dict(seed=args.seed, budget=budget, max_evaluations=args.evaluations, device=device,

@@ -38,7 +38,7 @@ __all__ = ["SEARCH_EVALUATIONS", "SearchPlan", "default_plan", "judge", "searche
 
 # Evaluations per claim of the search verify runs, by scale: none at smoke (the test suite's
 # size), a short search at default (MGD.L2's known counterexample needs about 150), a long one
-# at paper. README, "Verify runs", gives what they cost per claim.
+# at paper. docs/verify-runs.md ("What each scale costs") gives what they cost per claim.
 SEARCH_EVALUATIONS = {"smoke": 0, "default": 200, "paper": 2000}
 
 

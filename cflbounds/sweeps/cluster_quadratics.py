@@ -32,7 +32,7 @@ the Grams' chunk products, the Cholesky factorisations and the residuals' mat-ve
 differently on two threads than on one, and these numbers end in the stored rows (the
 certificate's ``final_lower``, ``final_upper``), which must not depend on ``--threads`` or the
 executor. At paper size this makes the certificate's Gram matrices about twice as slow on two
-threads (README, "The early-exit certificate").
+threads (docs/performance.md, "The early-exit certificate").
 """
 from __future__ import annotations
 
