@@ -13,7 +13,7 @@ import pytest
 
 from cflbounds.claims import Claim, Domain, Instance, Parameter, rules
 from cflbounds.cli import main
-from cflbounds.falsify import SearchPlan, falsify_claim, judge
+from cflbounds.falsify import SEARCH_EVALUATIONS, SearchPlan, falsify_claim, judge
 from cflbounds.verify import VerifyContext, verify_claims
 from cflbounds.verify.verdict import PRECEDENCE
 
@@ -144,3 +144,16 @@ def test_search_options_are_validated_before_any_work(tmp_path, capsys):
         assert main(["verify", "IFCA.A2", "--out", str(tmp_path / "x"), *argv]) == 2
         assert not (tmp_path / "x").exists()
     assert "--search" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_verify_and_falsify_give_mgd_l2_one_verdict():
+    """The disagreement that started it: the designed experiment calls MGD.L2 vacuous (no decrease
+    promised, never exceeded at its placements) while its search confirms heavy-ball momentum
+    exceeding the one-step bound. ``verify MGD.L2`` at the default scale and ``falsify MGD.L2``
+    with the same evaluations and seed must both say violated."""
+    verdict = judge("MGD.L2", scale="default")
+    searched = falsify_claim("MGD.L2", seed=0, budget=None, max_evaluations=SEARCH_EVALUATIONS["default"])
+    assert verdict.designed["verdict"] == "vacuous"
+    assert searched["outcome"] == verdict.search["outcome"] == "violated"
+    assert verdict.verdict == "violated" and verdict.search["counterexample"] == searched["counterexample"]
