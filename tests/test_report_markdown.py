@@ -1,0 +1,24 @@
+"""The verdict table in Markdown (cflbounds.reports.markdown): one row per claim with the
+designed experiment's verdict, the search's finding and the final verdict, the final one in bold
+where the search changed it."""
+from cflbounds.reports.markdown import verdict_table
+
+SEARCHED = {"id": "X.L2", "verdict": "violated", "designed": {"verdict": "vacuous", "summary": "..."},
+            "search": {"outcome": "violated", "best_ratio": 4.0561, "evaluations": 200}}
+CLEAN = {"id": "X.T1", "verdict": "holds", "designed": {"verdict": "holds", "summary": "..."},
+         "search": {"outcome": "no counterexample found", "best_ratio": 0.96850, "evaluations": 200,
+                    "coverage": {"admissible": 40, "volume_bound": 0.0721, "confidence": 0.95}}}
+UNSEARCHED = {"id": "X.A1", "verdict": "holds"}
+BROKEN = {"id": "X.E", "verdict": "error", "designed": {"verdict": "holds", "summary": "..."},
+          "search": {"outcome": "error", "best_ratio": None, "evaluations": 3}}
+
+
+def test_one_row_per_claim_in_order_with_the_three_readings():
+    lines = verdict_table([SEARCHED, CLEAN, UNSEARCHED, BROKEN]).splitlines()
+    assert lines[0] == "| claim | designed experiment | search | final verdict |"
+    assert lines[2] == "| X.L2 | vacuous | violated (measured/allowed 4.056; 200 evaluations) | **violated** |"
+    assert lines[3] == ("| X.T1 | holds | none found (best measured/allowed 0.9685; violating share of the volume "
+                        "< 0.072 at 95%; 200 evaluations) | holds |")
+    assert lines[4] == "| X.A1 | holds | - | holds |"
+    assert lines[5] == "| X.E | holds | error | **error** |"
+    assert len(lines) == 6
