@@ -148,7 +148,8 @@ def test_report_names_both_kinds_and_refuses_a_directory_of_neither(capsys, tmp_
     except SystemExit:
         pass
     help_text = " ".join(capsys.readouterr().out.split())
-    assert re.search(r"verify run .* verdicts\.json", help_text) and re.search(r"falsify run .* falsify\.json", help_text)
+    assert re.search(r"verify run .* verdicts\.json", help_text)
+    assert re.search(r"falsify run .* falsify\.json", help_text)
     assert main(["report", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "verdicts.json" in err[0] and "falsify.json" in err[0] and str(tmp_path) in err[0]

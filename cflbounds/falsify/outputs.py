@@ -216,8 +216,8 @@ def search_figure(result: dict) -> dict:
     if covered:
         references.append({"x": covered, "label": f"coverage: {covered} uniform points"})
     coverage = result.get("coverage")
-    caption = (f"Coverage (the first {coverage['points']} evaluations, drawn uniformly): {coverage['statement']}."
-               if coverage else "")
+    caption = "" if not coverage else f"Coverage: {coverage['statement']}." if not coverage["points"] else \
+        f"Coverage (the first {coverage['points']} evaluations, drawn uniformly): {coverage['statement']}."
     return {"kind": "line", "title": f"Search: best {objective} so far (above 0: violated)",
             "xlabel": "evaluations", "ylabel": objective, "logx": True, "logy": False, "ylim": ylim,
             "height": SEARCH_HEIGHT, "caption": caption, "share": 3,
@@ -234,8 +234,9 @@ def confirmation_figure(result: dict) -> dict:
     (numbered 1, 2, ...: integer ticks), drawn beside the search on the claim's PDF page."""
     confirmation = result["confirmation"]
     fresh = list(range(1, len(confirmation["measured"]) + 1))
-    which = (result.get("confirmed") or {}).get("point", "reported")
-    return {"kind": "line", "title": f"Confirmation at the {which} point: {len(fresh)} fresh seeds",
+    point = (result.get("confirmed") or {}).get("point", "reported")
+    which = {"search best": "the search's best point", "shrunk": "the shrunk point"}.get(point, f"the {point} point")
+    return {"kind": "line", "title": f"Confirmation at {which}: {len(fresh)} fresh seeds",
             "xlabel": "fresh seed",
             "ylabel": "measured, bound", "x": fresh, "xinteger": True, "beside": True,
             "height": CONFIRMATION_HEIGHT, "share": 2,
@@ -285,7 +286,8 @@ def report_entry(result: dict, statement: str, directory=None) -> dict:
     counterexample (or the search's best point), the command that replays it (its file under
     ``directory``/counterexamples when there is one), the evidence and the assumptions."""
     search, confirmation = result["search"], result["confirmation"]
-    plots = [search_figure(result)]
+    trace = search.get("trace") or {}
+    plots = [search_figure(result)] if (trace.get("sampled") or {}).get("evaluation") else []  # none evaluated: none
     if confirmation and confirmation.get("measured"):
         plots.append(confirmation_figure(result))
     example = result["counterexample"] or search.get("best") or {}
@@ -293,8 +295,9 @@ def report_entry(result: dict, statement: str, directory=None) -> dict:
     limit = (f"{search['max_evaluations']} evaluations" if search.get("max_evaluations") else
              f"{_number(search.get('budget_seconds')):g} s" if search.get("budget_seconds") else "-")
     ratio = lambda value: format_ratio(_number(value))  # noqa: E731 (the digits that show the distance to 1)
+    interval = f"[{', '.join(map(ratio, confirmed['interval']))}]" if confirmed else None
     evidence = {"confirmed measured/allowed": ratio(confirmed["ratio"]) if confirmed else None,
-                "confirmed interval": f"[{', '.join(map(ratio, confirmed['interval']))}]" if confirmed else None,
+                "confirmed interval or range": interval,
                 "raw best ratio (one seed, biased up)": ratio((result.get("raw_best") or {}).get("ratio")),
                 "evaluations (admissible, rejected)": f"{result['evaluations']} ({search['admissible']}, "
                                                       f"{search['rejected']})",
@@ -310,7 +313,8 @@ def report_entry(result: dict, statement: str, directory=None) -> dict:
         values = {**(example.get("parameters") or {}), "instance seed": example.get("seed"),
                   "measured": example.get("measured"), "bound": example.get("bound")}
         point = {"title": "Counterexample" if result["counterexample"] else "The search's best point", "values": values}
-    details = {"raw best (one seed)": _raw_text(result.get("raw_best")), **(example.get("details") or {})}
+    details = {**({"raw best (one seed)": _raw_text(result["raw_best"])} if result.get("raw_best") else {}),
+               **(example.get("details") or {})}
     if search.get("shrink"):
         shrunk = search["shrink"]
         details["shrunk point"] = (f"{shrunk['parameters']}: {'reported' if shrunk['accepted'] else 'not reported'}, "

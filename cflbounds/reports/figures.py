@@ -329,7 +329,7 @@ def _label_ticks(ax, spec: dict, kind: str, logx: bool, logy: bool) -> None:
         positions = spec.get("x") or [x for s in spec.get("series") or [] for x in (s.get("x") or [])]
         label_log_axis(ax.xaxis, _floats(positions, len(positions)) if len(positions) <= 64 else None)
     elif spec.get("xinteger"):  # a count (a fresh seed's number): no tick between two of them
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True, steps=[1, 2, 5, 10]))
     if logy:
         label_log_axis(ax.yaxis)
     if kind not in ("bar", "heatmap"):

@@ -101,8 +101,9 @@ def rebuild_report(directory) -> dict:
     if store.cells():
         paths = write_sweep_outputs(store, None)
         return {"report": paths["report"]}
-    raise InvalidParameterError(f"{directory} holds neither {RECORD_NAME} (from `cflbounds verify`), falsify.json (from "
-                                "`cflbounds falsify`) nor a sweep store (from `cflbounds sweep`): nothing to rebuild.")
+    raise InvalidParameterError(f"{directory} holds neither {RECORD_NAME} (from `cflbounds verify`), falsify.json "
+                                "(from `cflbounds falsify`) nor a sweep store (from `cflbounds sweep`): nothing to "
+                                "rebuild.")
 
 
 def success_summary(outcomes: pd.DataFrame) -> pd.DataFrame:
