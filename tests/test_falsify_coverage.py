@@ -139,6 +139,6 @@ def test_the_summary_and_the_report_page_show_the_coverage():
     assert result["summary"].endswith(f"coverage: {result['coverage']['statement']}")
     entry = report_entry(result, "a toy claim")
     figure = entry["plot"][0]
-    assert {"x": 60, "label": "coverage phase: 60 uniform points"} in figure["reference"]
-    assert entry["details"]["coverage"] == result["coverage"]["statement"]
+    assert {"x": 60, "label": "coverage: 60 uniform points"} in figure["reference"]
+    assert result["coverage"]["statement"] in figure["caption"]  # printed under the search figure
     assert figure["ylabel"] == "log(measured / allowed)"

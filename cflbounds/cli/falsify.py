@@ -33,7 +33,8 @@ DESCRIPTION = (
     "confidence, point}; raw_best {ratio, "
     "score, objective, trials, exceedances}, the search's best single evaluation (the winner of many noisy draws, "
     "biased upward); coverage {points, admissible, violating, volume_bound, confidence, statement}. "
-    "Writes DIR/falsify.json (after each claim), DIR/counterexamples/<ID>.json and DIR/report.pdf; a DIR that holds "
+    "Writes DIR/falsify.json (after each claim), DIR/counterexamples/<ID>.json, DIR/report.pdf and DIR/report.html "
+    "(cflbounds report DIR rebuilds both); a DIR that holds "
     "them already is refused unless --resume or --overwrite. The same seed gives the same search path; with --budget "
     "it stops after that many seconds, so how far it gets depends on the machine, with --evaluations the whole run is "
     "reproducible. A claim whose own code (its domain's evaluation or constraints) raises, or returns what breaks the "
@@ -94,7 +95,7 @@ def add_parser(commands) -> None:
     parser.add_argument("--confidence", type=float, default=0.95,
                         help="confidence of the confirmation on fresh seeds, in (0, 1) (default: 0.95)")
     parser.add_argument("--out", metavar="DIR",
-                        help="run directory for falsify.json, counterexamples/ and report.pdf (default: "
+                        help="run directory for falsify.json, counterexamples/, report.pdf and report.html (default: "
                              "reports/falsify-<date-time>/); checked to be a writable directory before any work")
     parser.add_argument("--json", action="store_true",
                         help="print falsify.json's content (metadata and one result per claim) on stdout, not the "
@@ -280,7 +281,7 @@ def run(args) -> int:
         print(table(["claim", "outcome", "best ratio", "evaluations", "seconds", "summary"],
                     [[r["id"], r["outcome"], format_ratio(r["best_ratio"]), r["evaluations"], f"{r['seconds']:.0f}",
                       r["summary"]] for r in results], width=160))
-        print(f"\nresults: {record.path}\nreport:  {report}")
+        print(f"\nresults: {record.path}\nreport:  {report}\n         {report.with_name('report.html')}")
         if target:
             print(f"test:    {target}" if results[0]["counterexample"] is not None else
                   f"test:    none written ({target}): no counterexample was found")

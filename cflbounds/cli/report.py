@@ -5,21 +5,33 @@ from pathlib import Path
 
 __all__ = ["add_parser", "run"]
 
+DESCRIPTION = (
+    "Rebuild a run directory's report from what it stores, without recomputing anything: for a verify run "
+    "(cflbounds verify --out DIR), report.pdf and report.html from verdicts.json (checked first) and its tables; "
+    "for a falsify run (cflbounds falsify --out DIR), report.pdf and report.html from falsify.json (checked first), "
+    "each counterexample's replay command naming DIR/counterexamples/; for a sweep store (cflbounds sweep --out DIR), "
+    "its figures and report.pdf from the stored cells. Use it after an interrupted run, or to regenerate a report "
+    "with a newer cflbounds.")
+
 
 def add_parser(commands) -> None:
     report = commands.add_parser(
-        "report", allow_abbrev=False, help="(re)build the PDF, the HTML report and figures from stored results",
-        description="Rebuild a run directory's report from what it stores, without recomputing anything: for a "
-                    "verify run, report.pdf and report.html from verdicts.json (checked first) and its tables; for "
-                    "a sweep store (cflbounds sweep --out DIR), its figures and report.pdf from the stored cells. "
-                    "Use it after an interrupted run, or to regenerate a report with a newer cflbounds.")
+        "report", allow_abbrev=False, description=DESCRIPTION,
+        help="(re)build the PDF, the HTML report and figures of a verify or falsify run, or of a sweep store")
     report.add_argument("directory", type=Path, metavar="DIR",
-                        help="a verify run directory (its verdicts.json is checked first) or a sweep store")
+                        help="a verify run directory (verdicts.json), a falsify run directory (falsify.json) or a "
+                             "sweep store")
 
 
 def run(args) -> int:
+    from ..falsify.outputs import RECORD_NAME as FALSIFY_RECORD
     from ..reports.outputs import rebuild_report
 
-    paths = rebuild_report(args.directory)
+    if (args.directory / FALSIFY_RECORD).is_file():
+        from ..falsify.outputs import write_report
+
+        paths = write_report(args.directory)
+    else:
+        paths = rebuild_report(args.directory)
     print(f"report: {paths['report']}" + (f"\n        {paths['html']}" if paths.get("html") else ""))
     return 0

@@ -19,11 +19,14 @@
   reported and why) and ``trace`` (the best score so far: non-decreasing);
 * ``counterexamples/<ID>.json``: each confirmed counterexample (:mod:`.records`), replayable
   with ``cflbounds falsify --replay FILE``;
-* ``report.pdf``: a summary table, then a page per claim: the search's best score so far (the
-  objective it maximises) against evaluations, the end of its coverage phase marked and its
-  statement beside it, the counterexample's parameters and assumption rows, and measured
-  against bound on the fresh confirmation seeds (or, for a claim that ended in ``error``, what
-  raised and where).
+* ``report.pdf`` and ``report.html`` (the same content, :mod:`cflbounds.reports`; ``cflbounds
+  report DIR`` rebuilds both from falsify.json): a summary table, then a page (a section, in
+  HTML) per claim: the search's best score so far (the objective it maximises) against
+  evaluations, the end of its coverage phase marked and its statement under it, beside it
+  measured against bound on the fresh confirmation seeds, the counterexample's (or best
+  point's) parameters, the command that replays it, the evidence and, where there is room,
+  the assumption rows (or, for a claim that ended in ``error``, what raised, where, and the
+  traceback).
 
 Outputs are never overwritten: a directory that holds any of them is refused unless the run
 resumes it (``--resume``: the same :data:`RESUME_SETTINGS`; finished claims are kept, claims
@@ -45,9 +48,9 @@ from .._validation import InvalidParameterError
 from ..verify.domain import format_ratio
 from ..verify.verdict import json_safe
 from .records import write_counterexample
-from .run import OUTCOMES, confirmed_ratio_text
+from .run import OUTCOMES, result_summary
 
-__all__ = ["FalsifyRecord", "RECORD_NAME", "RESUME_SETTINGS", "read_falsify_record", "report_entry"]
+__all__ = ["FalsifyRecord", "RECORD_NAME", "RESUME_SETTINGS", "read_falsify_record", "report_entry", "write_report"]
 
 RECORD_NAME = "falsify.json"
 OUTPUTS = (RECORD_NAME, "counterexamples", "report.pdf", "report.html")  # what a falsify run writes
@@ -126,13 +129,9 @@ class FalsifyRecord:
         return json_safe({"metadata": self.metadata, "results": self.results})
 
     def write_report(self) -> Path:
-        from ..reports.pdf import build_report
-        from ..verify.registry import claims
-
-        registered = claims()
-        entries = [report_entry(result, registered[result["id"]].statement if result["id"] in registered else
-                                "(the claim is not registered in this environment)") for result in self.results]
-        return build_report(entries, self.directory / "report.pdf", title="cflbounds falsify")
+        """Write report.pdf and report.html of the results kept (:func:`write_report`);
+        returns the PDF's path."""
+        return write_report(self.directory, self.results, self.metadata)["report"]
 
     def _write(self) -> None:
         atomic_write_text(self.path, json.dumps(self.as_dict(), indent=2, allow_nan=False))
@@ -193,12 +192,16 @@ def _raw_text(raw: dict | None) -> str:
     return f"ratio {format_ratio(_number(raw['ratio']))}, score {_number(raw['score']):.4g}{counts}"
 
 
+SEARCH_HEIGHT = 1.8  # inches of the search figure's data area: it shares its page with the confirmation
+CONFIRMATION_HEIGHT = 1.5  # the confirmation's where it has a row of its own (HTML): twenty points need little
+
+
 def search_figure(result: dict) -> dict:
     """The search against evaluations: the best score so far (the objective the search
     maximises, non-decreasing), a sample of the evaluations' scores, the line at 0 where a
-    violation starts, and where the coverage phase ended (its statement is beside it, in the
-    page's evidence); the axis spans the best-so-far curve, sampled points below it marked at
-    the edge."""
+    violation starts, and where the coverage phase ended, with what it rules out as the
+    caption under the figure; the axis spans the best-so-far curve, sampled points below it
+    marked at the edge."""
     trace = result["search"]["trace"]
     # a falsify.json written before the scores were traced holds ratios ("cflbounds report" may read one)
     objective, key = (trace["objective"], "score") if "objective" in trace else ("measured / allowed", "ratio")
@@ -208,67 +211,158 @@ def search_figure(result: dict) -> dict:
         low, high = min(best + [0.0]), max(best + [0.0])
         span = (high - low) or 1.0
         ylim = [low - 0.1 * span, high + 0.1 * span]
-    references = [{"y": 0.0, "label": "the bound: above 0 violates"}]
+    references = [{"y": 0.0, "label": "bound"}]
     covered = trace.get("coverage_evaluations", 0)
     if covered:
-        references.append({"x": covered, "label": f"coverage phase: {covered} uniform points"})
-    return {"kind": "line", "title": f"{result['id']}: the search's best {objective} so far",
+        references.append({"x": covered, "label": f"coverage: {covered} uniform points"})
+    coverage = result.get("coverage")
+    caption = "" if not coverage else f"Coverage: {coverage['statement']}." if not coverage["points"] else \
+        f"Coverage (the first {coverage['points']} evaluations, drawn uniformly): {coverage['statement']}."
+    return {"kind": "line", "title": f"Search: best {objective} so far (above 0: violated)",
             "xlabel": "evaluations", "ylabel": objective, "logx": True, "logy": False, "ylim": ylim,
-            "nonfinite_label": "infinite: a bound <= 0 exceeded, or nothing measured",
-            "series": [{"label": "an evaluation (sampled)", "x": trace["sampled"]["evaluation"],
+            "height": SEARCH_HEIGHT, "caption": caption, "share": 3,
+            "nonfinite_label": "ratio inf or 0",
+            "series": [{"label": "evaluation (sampled)", "x": trace["sampled"]["evaluation"],
                         "y": trace["sampled"][key], "style": "points", "color": "0.6"},
                        {"label": "best so far", "x": trace["best"]["evaluation"], "y": trace["best"][key],
                         "style": "line", "color": "C3"}],
             "reference": references}
 
 
-def report_entry(result: dict, statement: str) -> dict:
-    """``result`` as the verdict-like dict the PDF report lays out (one claim's pages)."""
-    search, confirmation = result["search"], result["confirmation"]
-    plots = [search_figure(result)]
-    if confirmation and confirmation.get("measured"):
-        fresh = list(range(1, len(confirmation["measured"]) + 1))
-        which = (result.get("confirmed") or {}).get("point", "reported")
-        plots.append({"kind": "line", "title": f"measured against bound at the {which} point, on the fresh "
-                                               "confirmation seeds", "xlabel": "fresh seed", "ylabel": "value",
-                      "x": fresh, "series": [{"label": "measured", "y": _finite(confirmation["measured"]),
-                                              "style": "points", "group": "m"},
-                                             {"label": "bound", "y": _finite(confirmation["bounds"]),
-                                              "style": "dashed", "group": "m"}]})
-    example = result["counterexample"] or search.get("best") or {}
+def confirmation_figure(result: dict) -> dict:
+    """Measured against bound at the reported point on each fresh confirmation seed
+    (numbered 1, 2, ...: integer ticks), drawn beside the search on the claim's PDF page."""
+    confirmation = result["confirmation"]
+    fresh = list(range(1, len(confirmation["measured"]) + 1))
+    point = (result.get("confirmed") or {}).get("point", "reported")
+    which = {"search best": "the search's best point", "shrunk": "the shrunk point"}.get(point, f"the {point} point")
+    return {"kind": "line", "title": f"Confirmation at {which}: {len(fresh)} fresh seeds",
+            "xlabel": "fresh seed",
+            "ylabel": "measured, bound", "x": fresh, "xinteger": True, "beside": True,
+            "height": CONFIRMATION_HEIGHT, "share": 2,
+            "series": [{"label": "measured", "y": _finite(confirmation["measured"]), "style": "points", "group": "m"},
+                       {"label": "bound", "y": _finite(confirmation["bounds"]), "style": "dashed", "group": "m"}]}
+
+
+def replay_command(path) -> str:
+    """The command that replays a counterexample file."""
+    return f"cflbounds falsify --replay {path}"
+
+
+def falsify_command(claim_id: str, metadata: dict) -> str:
+    """The command that searches ``claim_id`` again as the run of ``metadata`` did (its seed,
+    its limit: evaluations or seconds, its confidence; the device when it was CUDA)."""
+    parts = ["cflbounds", "falsify", claim_id]
+    if metadata.get("max_evaluations"):
+        parts += ["--evaluations", str(metadata["max_evaluations"])]
+    elif metadata.get("budget_seconds"):
+        parts += ["--budget", f"{float(metadata['budget_seconds']):g}"]
+    if metadata.get("seed") is not None:
+        parts += ["--seed", str(metadata["seed"])]
+    if metadata.get("confidence") not in (None, 0.95):
+        parts += ["--confidence", f"{float(metadata['confidence']):g}"]
+    if str(metadata.get("device", "")).startswith("cuda"):
+        parts += ["--device", "cuda"]
+    return " ".join(parts)
+
+
+def _headline(result: dict, example: dict) -> str:
+    """Page 1's line of a result: the confirmed ratio and where (the summary's first clause
+    prints the point as a dict)."""
+    if result.get("error"):
+        return str(result["summary"])
+    from ..reports.content import format_value  # matplotlib only where a report is written
+
     confirmed = result.get("confirmed")
-    evidence = {"best_ratio (confirmed measured/allowed)": confirmed_ratio_text(confirmed) if confirmed else "-",
-                "raw best (one seed)": _raw_text(result.get("raw_best")), "evaluations": result["evaluations"],
-                "admissible evaluations": search["admissible"], "rejected (inadmissible)": search["rejected"],
-                "restarts": search["restarts"], "search seconds": search["search_seconds"],
-                "budget seconds": search["budget_seconds"], "max evaluations": search["max_evaluations"]}
-    coverage = result.get("coverage")
+    where = ", ".join(f"{name} = {format_value(value)}" for name, value in (example.get("parameters") or {}).items())
+    ratio = f"confirmed measured/allowed {format_ratio(_number(confirmed['ratio']))}" if confirmed else \
+        "no admissible point"
+    return ratio + (f" at {where}" if where else "")
+
+
+def report_entry(result: dict, statement: str, directory=None) -> dict:
+    """``result`` as the verdict-like dict both reports lay out (one claim's section): the
+    search figure with the coverage statement under it, the confirmation on fresh seeds, the
+    counterexample (or the search's best point), the command that replays it (its file under
+    ``directory``/counterexamples when there is one), the evidence and the assumptions."""
+    search, confirmation = result["search"], result["confirmation"]
+    trace = search.get("trace") or {}
+    plots = [search_figure(result)] if (trace.get("sampled") or {}).get("evaluation") else []  # none evaluated: none
+    if confirmation and confirmation.get("measured"):
+        plots.append(confirmation_figure(result))
+    example = result["counterexample"] or search.get("best") or {}
+    confirmed, coverage = result.get("confirmed"), result.get("coverage")
+    limit = (f"{search['max_evaluations']} evaluations" if search.get("max_evaluations") else
+             f"{_number(search.get('budget_seconds')):g} s" if search.get("budget_seconds") else "-")
+    ratio = lambda value: format_ratio(_number(value))  # noqa: E731 (the digits that show the distance to 1)
+    interval = f"[{', '.join(map(ratio, confirmed['interval']))}]" if confirmed else None
+    evidence = {"confirmed measured/allowed": ratio(confirmed["ratio"]) if confirmed else None,
+                "confirmed interval or range": interval,
+                "raw best ratio (one seed, biased up)": ratio((result.get("raw_best") or {}).get("ratio")),
+                "evaluations (admissible, rejected)": f"{result['evaluations']} ({search['admissible']}, "
+                                                      f"{search['rejected']})",
+                "limit": limit, "restarts": search["restarts"], "search seconds": search["search_seconds"]}
+    if confirmation:
+        evidence["confirmation trials"] = confirmation["trials"]
     if coverage:
         evidence.update({"coverage points (admissible, violating)": f"{coverage['points']} ({coverage['admissible']}, "
                                                                      f"{coverage['violating']})",
                          f"coverage volume bound ({coverage['confidence']:.0%})": coverage["volume_bound"]})
-    if confirmation:
-        evidence.update({"confirmation trials": confirmation["trials"],
-                         "confirmation interval": confirmation["interval"],
-                         "confirmation quantity": confirmation["quantity"]})
-    details = {("counterexample " if result["counterexample"] else "best point ") + name: value
-               for name, value in (example.get("parameters") or {}).items()}
+    point = None
     if example:
-        details.update({"instance seed": example.get("seed"), "measured": example.get("measured"),
-                        "bound": example.get("bound"), **(example.get("details") or {})})
-    if coverage:
-        details["coverage"] = coverage["statement"]
+        values = {**(example.get("parameters") or {}), "instance seed": example.get("seed"),
+                  "measured": example.get("measured"), "bound": example.get("bound")}
+        point = {"title": "Counterexample" if result["counterexample"] else "The search's best point", "values": values}
+    details = {**({"raw best (one seed)": _raw_text(result["raw_best"])} if result.get("raw_best") else {}),
+               **(example.get("details") or {})}
     if search.get("shrink"):
         shrunk = search["shrink"]
         details["shrunk point"] = (f"{shrunk['parameters']}: {'reported' if shrunk['accepted'] else 'not reported'}, "
                                    f"{shrunk['reason']}")
-    if result.get("counterexample_file"):
-        details["replay"] = f"cflbounds falsify --replay {result['counterexample_file']}"
+    if confirmation:
+        details.update({"confirmation": confirmation.get("summary"), "confirmation quantity": confirmation["quantity"]})
+    replay = Path(directory) / "counterexamples" / f"{result['id']}.json" if directory is not None else None
+    if result["counterexample"] is not None:
+        details["replay"] = replay_command(replay if replay is not None and replay.exists() else
+                                           result.get("counterexample_file", replay))
     if result.get("error"):
-        details.update({f"error {key}": result["error"][key] for key in ("stage", "kind", "message", "where")})
-        details["error traceback"] = "in falsify.json (the result's error.traceback)"
-    return {"id": result["id"], "verdict": result["outcome"], "summary": result["summary"], "statement": statement,
+        details.update({f"error_{key}": result["error"][key] for key in ("stage", "kind", "message", "where")})
+        if result["error"].get("traceback"):
+            details["error_traceback"] = result["error"]["traceback"]
+    try:  # the point is in the table under the figures, the coverage under the search: said once
+        where = {"Counterexample": "at the counterexample (below)", "The search's best point": "at the search's best "
+                 "point (below)"}.get(point["title"]) if point else None
+        summary = result_summary(result, where=where, coverage=False)
+    except (KeyError, TypeError):  # a falsify.json of an earlier version: its own words
+        summary = result["summary"]
+    return {"id": result["id"], "verdict": result["outcome"], "summary": summary,
+            "headline": _headline(result, example), "statement": statement,
             "trials": confirmation["trials"] if confirmation else None,
             "confidence": confirmation["confidence"] if confirmation else None, "seed": result["seed"],
-            "seconds": result["seconds"], "plot": plots, "assumptions": example.get("assumptions") or [],
-            "evidence": evidence, "details": details}
+            "seconds": result["seconds"], "plot": plots, "point": point,
+            "assumptions": example.get("assumptions") or [], "essential_assumptions": 0, "evidence": evidence,
+            "details": details}
+
+
+def write_report(directory, results: list[dict] | None = None, metadata: dict | None = None) -> dict:
+    """Write ``report.pdf`` and ``report.html`` of the falsify run in ``directory`` (its
+    ``results`` and ``metadata``, else those of its falsify.json, checked), each atomically;
+    returns their paths as ``{"report", "html"}``."""
+    from .._files import atomic_write
+    from ..reports.html import build_html
+    from ..reports.pdf import build_report
+    from ..verify.registry import claims
+
+    directory = Path(directory)
+    if results is None:
+        record = read_falsify_record(directory / RECORD_NAME)
+        results, metadata = record["results"], record["metadata"]
+    metadata = metadata or {}
+    registered = claims()
+    entries = [report_entry(result, registered[result["id"]].statement if result["id"] in registered else
+                            "(the claim is not registered in this environment)", directory) for result in results]
+    options = {"title": "cflbounds falsify", "metadata": metadata,
+               "reproduce": lambda entry: falsify_command(entry["id"], metadata)}
+    html = atomic_write(directory / "report.html", lambda temporary: build_html(entries, temporary, **options))
+    pdf = atomic_write(directory / "report.pdf", lambda temporary: build_report(entries, temporary, **options))
+    return {"report": pdf, "html": html}

@@ -121,7 +121,7 @@ def falsify_domain(domain, *, claim_id: str = "this claim", seed: int = 0, budge
     finally:  # what the search found, also when the claim's code failed part way
         _summarise_search(domain, found, result)
     result["seconds"] = time.monotonic() - started
-    result["summary"] = _summary(result)
+    result["summary"] = result_summary(result)
     return result
 
 
@@ -200,7 +200,11 @@ def _summarise_search(domain, found: SearchResult, result: dict) -> None:
         result["best_ratio"] = result["confirmed"]["ratio"]
 
 
-def _summary(result: dict) -> str:
+def result_summary(result: dict, where: str | None = None, coverage: bool = True) -> str:
+    """A result in a sentence (its ``summary``): the outcome, the confirmed ratio ``where``
+    (default: at the point's parameters), the confirmation, the raw best, what was spent and,
+    with ``coverage``, what the coverage phase rules out (the report says it under its
+    figure and names the point in a table)."""
     spent = f"{result['evaluations']} evaluations, {result['seconds']:.0f} s"
     if result["outcome"] == OUTCOMES[2]:
         error = result["error"]
@@ -211,16 +215,18 @@ def _summary(result: dict) -> str:
         left_out = (f"; {confirmation['inadmissible']} fresh instances inadmissible and left out"
                     if confirmation["inadmissible"] else "")
         measured, bound = format_against(example["measured"], example["bound"])
-        return (f"violated: at {example['parameters']} measured/allowed {confirmed_ratio_text(confirmed)} "
+        where = where or f"at {example['parameters']}"
+        return (f"violated: {where} measured/allowed {confirmed_ratio_text(confirmed)} "
                 f"({confirmation['summary']}{left_out}); at its seed measured {measured} > bound {bound} (ratio "
                 f"{format_ratio(example['ratio'])}) ({spent})")
-    coverage = f"; coverage: {result['coverage']['statement']}" if result["coverage"] else ""
+    covered = f"; coverage: {result['coverage']['statement']}" if coverage and result["coverage"] else ""
     if confirmed is None:
-        return f"no counterexample found: no admissible point was evaluated ({spent}){coverage}"
+        return f"no counterexample found: no admissible point was evaluated ({spent}){covered}"
     raw = result["raw_best"]
     counts = f", {raw['exceedances']} exceedances in {raw['trials']} trials" if "exceedances" in raw else ""
-    return (f"no counterexample found: at the search's best point measured/allowed {confirmed_ratio_text(confirmed)}"
-            f" (at its one seed {format_ratio(raw['ratio'])}{counts}) ({spent}){coverage}")
+    where = where or "at the search's best point"
+    return (f"no counterexample found: {where} measured/allowed {confirmed_ratio_text(confirmed)}"
+            f" (at its one seed {format_ratio(raw['ratio'])}{counts}) ({spent}){covered}")
 
 
 def confirmed_ratio_text(confirmed: dict) -> str:

@@ -20,9 +20,10 @@ EDGE = 0.05  # inches kept free around a standalone figure's ink
 
 
 def data_height(spec: dict, scale: float = 1.0) -> float:
-    """The data area's height in inches (``scale`` shrinks it for a compact page)."""
+    """The data area's height in inches: the spec's own ``height`` if it sets one, else the
+    default of its kind (``scale`` shrinks it for a compact page)."""
     square = spec.get("kind") == "heatmap" or spec.get("equal")
-    return (SQUARE_HEIGHT if square else AXES_HEIGHT) * scale
+    return float(spec.get("height") or (SQUARE_HEIGHT if square else AXES_HEIGHT)) * scale
 
 
 def _extents(ax) -> tuple[float, float, float, float]:

@@ -64,16 +64,20 @@ class Code:
 
 @dataclass(frozen=True)
 class Plot:
-    """A figure spec (:func:`cflbounds.reports.figures.plot_from_spec`)."""
+    """A figure spec (:func:`cflbounds.reports.figures.plot_from_spec`) and the ``caption``
+    printed under it (what the figure's own labels cannot say, e.g. what a search's coverage
+    phase rules out)."""
     spec: dict
     optional: bool = False
+    caption: str = ""
+    beside: dict | None = None  # a second spec drawn to its right on a printed page (after it in HTML)
 
 
 @dataclass(frozen=True)
 class Table:
     """Rows of text cells; ``widths`` shares of the text width; ``fills`` a background colour
     (or None) per cell; ``pairs`` marks a quantity-value table a renderer may fold into two
-    pairs per row."""
+    pairs per row when it has more than ``fold_after`` rows."""
     title: str
     columns: list
     rows: list
@@ -81,6 +85,7 @@ class Table:
     fills: list | None = None
     pairs: bool = False
     optional: bool = False
+    fold_after: int = 8
 
 
 @dataclass(frozen=True)
@@ -159,7 +164,8 @@ def _headline(summary: str) -> str:
 
 def run_summary(verdicts: list[dict], title: str, metadata: dict | None, generated) -> RunSummary:
     """Page 1's content: settings from the run's metadata (scale, seed, device, version,
-    revision, date, command) or, without metadata, what the verdicts state."""
+    revision, date, command) or, without metadata, what the verdicts state; a claim's line
+    is its verdict's ``headline`` if it has one, else its summary's first clause."""
     metadata = metadata or {}
     settings = []
     for name in ("scale", "seed"):
@@ -181,8 +187,9 @@ def run_summary(verdicts: list[dict], title: str, metadata: dict | None, generat
     counts = Counter(v.get("verdict", "") for v in verdicts)
     ordered = sorted(counts.items(), key=lambda item: (VERDICT_ORDER.index(item[0]) if item[0] in VERDICT_ORDER
                                                        else len(VERDICT_ORDER), item[0]))
-    lines = [ClaimLine(str(v.get("id", "")), str(v.get("verdict", "")), _headline(v.get("summary")),
-                       str(v.get("id", "")).split(".")[0], anchor(v.get("id", ""))) for v in verdicts]
+    lines = [ClaimLine(str(v.get("id", "")), str(v.get("verdict", "")),
+                       _headline(v.get("headline") or v.get("summary")), str(v.get("id", "")).split(".")[0],
+                       anchor(v.get("id", ""))) for v in verdicts]
     return RunSummary(title, settings, ordered, lines)
 
 
@@ -195,13 +202,19 @@ def _facts(verdict: dict) -> str:
 
 
 def _figure_blocks(specs: list[dict]) -> list:
-    """The deciding figure (the first spec), then the others as optional; a bar chart whose
-    bars all have one value is said in a sentence instead of drawn."""
+    """The deciding figure (the first spec), then the others as optional; a spec's
+    ``"caption"`` goes under its figure, and one marked ``"beside"`` beside the figure before
+    it (:attr:`Plot.beside`: essential with it); a bar chart whose bars all have one value is
+    said in a sentence instead of drawn."""
     blocks = []
     for index, spec in enumerate(s for s in specs if has_plot_content(s)):
         value = single_value(spec)
+        if value is None and spec.get("beside") and blocks and isinstance(blocks[-1], Plot) \
+                and blocks[-1].beside is None:
+            blocks[-1] = replace(blocks[-1], beside=spec)  # one row of two figures
+            continue
         if value is None:
-            blocks.append(Plot(spec, optional=index > 0))
+            blocks.append(Plot(spec, optional=index > 0, caption=spec.get("caption", "")))
             continue
         names = [str(x) for x in spec.get("x", [])]
         failing = [name for s in spec["series"] for name, fail in zip(names, s.get("fails") or []) if fail]
@@ -232,6 +245,13 @@ def _point(parameters: dict) -> str:
     return ", ".join(f"{name} = {format_value(value)}" for name, value in (parameters or {}).items())
 
 
+def _point_table(title: str, values: dict, rows: list | None = None) -> Table:
+    """A point of a claim's domain (a counterexample, a search's best point) as a
+    parameter-value table: ``values`` formatted, then ``rows`` as they are."""
+    cells = [[str(name), format_value(value)] for name, value in values.items()] + list(rows or [])
+    return Table(title, ["parameter", "value"], cells, [0.42, 0.58], pairs=True, fold_after=4)  # room for a seed
+
+
 def _search_blocks(verdict: dict) -> list:
     """The designed experiment's own result and the search's, when ``verify`` searched the
     claim (they replace the combined summary, which says the same in one line); the
@@ -252,16 +272,16 @@ def _search_blocks(verdict: dict) -> list:
                  + (f"; coverage: {search['coverage']}" if search.get("coverage") else ""))
     blocks = [Paragraph("\n".join(lines), title="Verdict", role="lead")]  # the summary, reading by reading
     if example:
-        rows = [[str(name), format_value(value)] for name, value in (example.get("parameters") or {}).items()]
-        rows += [[name, format_value(example.get(name))] for name in ("seed", "measured", "bound", "ratio")
-                 if name in example]
+        values = {**(example.get("parameters") or {}),
+                  **{name: example.get(name) for name in ("seed", "measured", "bound", "ratio") if name in example}}
+        rows = []
         confirmation = search.get("confirmation")
         if confirmation:
             rows += [["confirmation trials", format_value(confirmation.get("trials"))],
                      ["confirmation interval", format_value(confirmation.get("interval"))]]
             if confirmation.get("summary"):
                 rows.append(["confirmation", str(confirmation["summary"])])
-        blocks.append(Table("Counterexample", ["parameter", "value"], rows, [0.5, 0.5], pairs=True))
+        blocks.append(_point_table("Counterexample", values, rows))
     if search.get("replay"):
         blocks.append(Code(str(search["replay"]), title="Replay the counterexample"))
     return blocks
@@ -289,9 +309,9 @@ def with_evidence_shown(entry: ClaimEntry, shown: int) -> ClaimEntry:
     return replace(entry, blocks=blocks[:at] + _evidence_blocks(rows, shown) + blocks[at:])
 
 
-def _assumption_blocks(assumptions: list[dict]) -> list:
+def _assumption_blocks(assumptions: list[dict], essential: int = ESSENTIAL_ASSUMPTIONS) -> list:
     """The assumption rows, failing first then by slack: those and the tightest up to
-    :data:`ESSENTIAL_ASSUMPTIONS`, then the rest (optional)."""
+    ``essential``, then the rest (optional)."""
     keys = ["name", "lhs", "relation", "rhs", "slack", "holds", "source"]
     widths = [0.2, 0.11, 0.09, 0.12, 0.11, 0.07, 0.30]
 
@@ -302,23 +322,29 @@ def _assumption_blocks(assumptions: list[dict]) -> list:
             return float("inf")
 
     ordered = sorted(assumptions, key=lambda row: (bool(row.get("holds")), slack(row)))
-    shown = max(ESSENTIAL_ASSUMPTIONS, sum(not row.get("holds") for row in ordered))
+    shown = max(essential, sum(not row.get("holds") for row in ordered))
 
     def table(rows, title, optional):
         cells = [[format_value(row.get(key)) for key in keys] for row in rows]
         fills = [[None] * 5 + [VERDICT_COLORS["holds" if row.get("holds") else "violated"], None] for row in rows]
         return Table(title, keys, cells, widths, fills, optional=optional)
 
-    blocks = [table(ordered[:shown], "Assumptions", False)] if ordered else []
+    blocks = [table(ordered[:shown], "Assumptions", False)] if ordered and shown else []
     if len(ordered) > shown:
-        blocks.append(table(ordered[shown:], f"Assumptions: the other {len(ordered) - shown} rows (all hold with "
-                                             "more room)", True))
+        rest = "Assumptions" + (f": the other {len(ordered) - shown} rows (all hold with more room)" if shown else
+                                " (all hold)")
+        blocks.append(table(ordered[shown:], rest, True))
     return blocks
 
 
 def claim_entry(verdict: dict, *, reproduce: str | None = None) -> ClaimEntry:
     """The blocks of one claim's section. ``reproduce``: the command that checks the claim
-    again (:func:`verify_command` for a verify run; a falsify run gives its own)."""
+    again (:func:`verify_command` for a verify run; a falsify run gives its own). A
+    verdict's ``point`` (``{"title", "values"}``: a falsify result's counterexample or best
+    point) is a parameter table after its figures; its ``essential_assumptions`` (default
+    :data:`ESSENTIAL_ASSUMPTIONS`) how many assumption rows that hold a page must show (a
+    falsify result's point is admissible: every row holds, and they are shown where there
+    is room)."""
     details = dict(verdict.get("details") or {})
     blocks = []
     if verdict.get("statement"):
@@ -329,12 +355,16 @@ def claim_entry(verdict: dict, *, reproduce: str | None = None) -> ClaimEntry:
     blocks += _error_blocks(details)
     figures = _figure_blocks(figure_specs(verdict.get("plot")))
     blocks += [b for b in figures if not b.optional]
+    point = verdict.get("point")  # a falsify result's counterexample or best point
+    if point:
+        blocks.append(_point_table(point["title"], point["values"]))
     for key in _COMMAND_DETAILS:
         if details.get(key):
             blocks.append(Code(str(details[key]), title=key.capitalize()))
     blocks += _evidence_blocks([[str(name), format_value(value)]
                                 for name, value in (verdict.get("evidence") or {}).items()], ESSENTIAL_EVIDENCE)
-    blocks += _assumption_blocks(verdict.get("assumptions") or [])
+    blocks += _assumption_blocks(verdict.get("assumptions") or [],
+                                 verdict.get("essential_assumptions", ESSENTIAL_ASSUMPTIONS))
     blocks += [b for b in figures if b.optional]
     notes = {key: value for key, value in details.items()
              if not key.startswith("error_") and key not in _COMMAND_DETAILS}

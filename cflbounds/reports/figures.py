@@ -25,6 +25,7 @@ from matplotlib import colormaps
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
 from matplotlib.transforms import ScaledTranslation
 
 from ..verify.stats import clopper_pearson
@@ -249,8 +250,10 @@ def plot_from_spec(spec: dict, ax=None) -> Figure:
     all coincide are said to. ``scatter`` series each carry
     ``x`` and ``y`` (``"equal": true`` keeps the aspect ratio, e.g. for a map); ``heatmap``
     draws ``"matrix"`` (rows of numbers) with a ``"colorbar"`` label and optional
-    ``"boundaries"`` between groups. An empty spec draws a "no plot for this claim"
-    placeholder.
+    ``"boundaries"`` between groups. ``"xinteger": true`` ticks a linear x axis at integers
+    only (x values that count something: a fresh seed's number); ``"height"`` sets the
+    printed data area's height in inches (:func:`._fitting.data_height`). An empty spec
+    draws a "no plot for this claim" placeholder.
     """
     standalone = ax is None
     if standalone:
@@ -325,6 +328,8 @@ def _label_ticks(ax, spec: dict, kind: str, logx: bool, logy: bool) -> None:
     if logx:
         positions = spec.get("x") or [x for s in spec.get("series") or [] for x in (s.get("x") or [])]
         label_log_axis(ax.xaxis, _floats(positions, len(positions)) if len(positions) <= 64 else None)
+    elif spec.get("xinteger"):  # a count (a fresh seed's number): no tick between two of them
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True, steps=[1, 2, 5, 10]))
     if logy:
         label_log_axis(ax.yaxis)
     if kind not in ("bar", "heatmap"):

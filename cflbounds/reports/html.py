@@ -41,6 +41,7 @@ pre{background:#f0f0f0;padding:.5rem .7rem;overflow-x:auto;font-size:.8rem;margi
 .command{display:flex;gap:.5rem;align-items:flex-start}.command pre{flex:1;margin:.2rem 0}
 button.copy{font-size:.8rem;margin-top:.25rem}
 figure{margin:.6rem 0}figure svg{width:100%;height:auto}figcaption{font-weight:600;font-size:.9rem}
+p.caption{font-size:.88rem;margin:.2rem 0 0}
 .filters{margin:.6rem 0;font-size:.9rem}.filters label{margin-right:1rem}#verdicts td:nth-child(3){white-space:nowrap}
 """
 
@@ -122,10 +123,12 @@ class _Page:
     def add(self, *parts: str) -> None:
         self.parts.extend(parts)
 
-    def figure(self, figure, caption: str = "") -> None:
+    def figure(self, figure, caption: str = "", below: str = "") -> None:
+        """A figure with ``caption`` (a title) above it and ``below`` (a note) under it."""
         self.figures += 1
         caption = f"<figcaption>{escape(caption)}</figcaption>" if caption else ""
-        self.add(f'<figure class="plot">{caption}{figure_svg(figure, f"f{self.figures}-")}</figure>')
+        below = f'<p class="caption">{escape(below)}</p>' if below else ""
+        self.add(f'<figure class="plot">{caption}{figure_svg(figure, f"f{self.figures}-")}{below}</figure>')
 
     def table(self, table: Table) -> None:
         fills = table.fills or [[None] * len(table.columns)] * len(table.rows)
@@ -140,7 +143,9 @@ class _Page:
         if title:
             self.add(f"<h3>{escape(title)}</h3>")
         if isinstance(block, Plot):
-            self.figure(spec_figure(block.spec, FIGURE_WIDTH))
+            self.figure(spec_figure(block.spec, FIGURE_WIDTH), below=block.caption)
+            if block.beside is not None:  # a screen has the room to draw it after, at full width
+                self.figure(spec_figure(block.beside, FIGURE_WIDTH))
         elif isinstance(block, Paragraph):
             for paragraph in block.text.split("\n"):
                 self.add(f'<p class="{block.role}">{escape(paragraph)}</p>')

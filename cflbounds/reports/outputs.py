@@ -91,7 +91,8 @@ def write_report(directory) -> Path:
 
 def rebuild_report(directory) -> dict:
     """Rebuild ``report.pdf`` and ``report.html`` (verdicts + figures) or, for a sweep store,
-    its figures and report.pdf."""
+    its figures and report.pdf (a falsify directory is rebuilt by
+    :func:`cflbounds.falsify.outputs.write_report`: ``cflbounds report`` picks it)."""
     directory = Path(directory)
     if (directory / RECORD_NAME).exists():
         report = write_report(directory)
@@ -100,7 +101,9 @@ def rebuild_report(directory) -> dict:
     if store.cells():
         paths = write_sweep_outputs(store, None)
         return {"report": paths["report"]}
-    raise InvalidParameterError(f"{directory} holds neither {RECORD_NAME} (from `cflbounds verify`) nor a sweep store.")
+    raise InvalidParameterError(f"{directory} holds neither {RECORD_NAME} (from `cflbounds verify`), falsify.json "
+                                "(from `cflbounds falsify`) nor a sweep store (from `cflbounds sweep`): nothing to "
+                                "rebuild.")
 
 
 def success_summary(outcomes: pd.DataFrame) -> pd.DataFrame:

@@ -47,7 +47,9 @@ MIN_EVIDENCE = 9  # evidence quantities kept however little room a page has
 NOTE_ROOM = 0.3  # inches kept under a claim's optional blocks for the line naming what was left out
 COMPACT_FIGURE = 0.7  # a compact page's figures: this share of their height
 LONG_TABLE = 18  # a quantity-value table with more rows is printed three pairs to a row
-_STYLE = {"lead": {"fontsize": 10}, "body": {"fontsize": 9.5}, "muted": {"fontsize": 8.5, "color": "0.35"}}
+ROW_GAP = 0.3  # inches between two figures side by side
+_STYLE = {"lead": {"fontsize": 10}, "body": {"fontsize": 9.5}, "muted": {"fontsize": 8.5, "color": "0.35"},
+          "caption": {"fontsize": 8.5, "color": "0.15"}}
 
 
 class _Flow:
@@ -137,19 +139,34 @@ class _Flow:
             x += width
         self.top -= 0.12
 
-    def plot(self, spec: dict) -> None:
-        """A figure spec at its printed size (:func:`._fitting.draw_fitted`), moved below the
-        page's last block, or onto a new page when it does not fit there."""
+    def plot(self, *specs: dict) -> None:
+        """Figure specs side by side (one: the text width, more: shares of it by their
+        ``"share"``, 1 if unset), each at its printed size (:func:`._fitting.draw_fitted`) with
+        the first one's data height, moved below the page's last block, or onto a new page
+        when they do not fit there."""
         scale = COMPACT_FIGURE if self.compact else 1.0
-        ax, below, above = draw_fitted(self.pages[-1], spec, MARGIN, TEXT_WIDTH, MARGIN, scale)
-        height = data_height(spec, scale)
+        height = data_height(specs[0], scale)
+        specs = [{**spec, "height": height / scale} for spec in specs]
+        shares = np.array([float(spec.get("share", 1.0)) for spec in specs])
+        widths = (TEXT_WIDTH - ROW_GAP * (len(specs) - 1)) * shares / shares.sum()
+        lefts = MARGIN + np.concatenate([[0.0], np.cumsum(widths + ROW_GAP)])
+
+        def draw():
+            return [draw_fitted(self.pages[-1], spec, left, width, MARGIN, scale)
+                    for spec, left, width in zip(specs, lefts, widths)]
+
+        drawn = draw()
+        below, above = max(b for _, b, _ in drawn), max(a for _, _, a in drawn)
         if not self.fits(above + height + below):
-            ax.remove()
+            for ax, _, _ in drawn:
+                ax.remove()
             self.new_page()
-            ax, below, above = draw_fitted(self.pages[-1], spec, MARGIN, TEXT_WIDTH, MARGIN, scale)
+            drawn = draw()
+            below, above = max(b for _, b, _ in drawn), max(a for _, _, a in drawn)
         page, top = self.take(above + height + below)
-        x0, _, width, _ = ax.get_position(original=True).bounds  # a vertical move changes nothing else
-        place(ax, x0 * PAGE_WIDTH, top - above - height, width * PAGE_WIDTH, height)
+        for ax, _, _ in drawn:
+            x0, _, box_width, _ = ax.get_position(original=True).bounds  # a vertical move changes nothing else
+            place(ax, x0 * PAGE_WIDTH, top - above - height, box_width * PAGE_WIDTH, height)
         self.top -= 0.2
 
     def table(self, columns: list[str], rows: list[list[str]], widths: list[float],
@@ -197,7 +214,10 @@ class _Flow:
     def block(self, block) -> None:
         """One block of :mod:`.content`, with its heading."""
         if isinstance(block, Plot):
-            self.plot(block.spec)
+            self.plot(block.spec, *([block.beside] if block.beside is not None else []))
+            if block.caption:
+                self.top += 0.1  # the caption belongs to the figure above it
+                self.text(block.caption, gap=0.15, **_STYLE["caption"])
         elif isinstance(block, Paragraph):
             if block.title:
                 self.heading(block.title, room=0.4)
@@ -216,9 +236,9 @@ class _Flow:
 
 
 def _folded(table: Table, pairs: int) -> tuple:
-    """A quantity-value table with more than 8 rows as ``pairs`` pairs per row (read down
-    each pair of columns), else as it is: (columns, rows, widths, fills)."""
-    if not table.pairs or len(table.rows) <= 8:
+    """A quantity-value table with more than its ``fold_after`` rows as ``pairs`` pairs per
+    row (read down each pair of columns), else as it is: (columns, rows, widths, fills)."""
+    if not table.pairs or len(table.rows) <= table.fold_after:
         return table.columns, table.rows, table.widths, table.fills
     per_column = -(-len(table.rows) // pairs)
     parts = [table.rows[i * per_column:(i + 1) * per_column] for i in range(pairs)]
@@ -231,7 +251,7 @@ def _least_height(block, compact: bool) -> float:
     """Inches a block takes at the least: a figure its data area and a line of labels, a table
     its heading, header and a row, text its heading and a line."""
     if isinstance(block, Plot):
-        return data_height(block.spec, COMPACT_FIGURE if compact else 1.0) + 0.5
+        return data_height(block.spec, COMPACT_FIGURE if compact else 1.0) + 0.5 + 0.3 * bool(block.caption)
     return 0.6 if isinstance(block, Table) else 0.35
 
 
