@@ -22,3 +22,17 @@ def test_one_row_per_claim_in_order_with_the_three_readings():
     assert lines[4] == "| X.A1 | holds | - | holds |"
     assert lines[5] == "| X.E | holds | error | **error** |"
     assert len(lines) == 6
+
+
+def test_report_markdown_prints_a_verify_runs_table_and_writes_nothing(tmp_path, capsys):
+    import json
+
+    from cflbounds.cli import main
+
+    (tmp_path / "verdicts.json").write_text(json.dumps({"metadata": {}, "verdicts": [SEARCHED, UNSEARCHED]}))
+    assert main(["report", str(tmp_path), "--markdown"]) == 0
+    assert capsys.readouterr().out == verdict_table([SEARCHED, UNSEARCHED])
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["verdicts.json"]
+    (tmp_path / "verdicts.json").write_text("[")
+    assert main(["report", str(tmp_path), "--markdown"]) == 2  # a broken record: named, before anything
+    assert "verdicts.json" in capsys.readouterr().err

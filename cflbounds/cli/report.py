@@ -21,12 +21,22 @@ def add_parser(commands) -> None:
     report.add_argument("directory", type=Path, metavar="DIR",
                         help="a verify run directory (verdicts.json), a falsify run directory (falsify.json) or a "
                              "sweep store")
+    report.add_argument("--markdown", action="store_true",
+                        help="print a verify run's verdicts as a Markdown table instead (claim, the designed "
+                             "experiment's verdict, what the search of its domain found, the final verdict: the "
+                             "README's claim table); writes nothing")
 
 
 def run(args) -> int:
     from ..falsify.outputs import RECORD_NAME as FALSIFY_RECORD
     from ..reports.outputs import rebuild_report
 
+    if args.markdown:
+        from ..reports.markdown import verdict_table
+        from ..verify.record import RECORD_NAME, read_record
+
+        print(verdict_table(read_record(args.directory / RECORD_NAME)["verdicts"]), end="")
+        return 0
     if (args.directory / FALSIFY_RECORD).is_file():
         from ..falsify.outputs import write_report
 
