@@ -9,6 +9,11 @@ CLEAN = {"id": "X.T1", "verdict": "holds", "designed": {"verdict": "holds", "sum
          "search": {"outcome": "no counterexample found", "best_ratio": 0.96850, "evaluations": 200,
                     "coverage": {"admissible": 40, "volume_bound": 0.0721, "confidence": 0.95}}}
 UNSEARCHED = {"id": "X.A1", "verdict": "holds"}
+NEGATIVE_BOUND = {"id": "X.N", "verdict": "violated", "designed": {"verdict": "holds", "summary": "..."},
+                  "search": {"outcome": "violated", "best_ratio": float("inf"), "evaluations": 200,
+                             "counterexample": {"measured": 0.4493, "bound": -0.1014}}}
+NOT_RUN = {"id": "X.V", "verdict": "violated", "designed": {"verdict": "violated", "summary": "..."},
+           "search": {"outcome": "not run", "reason": "the designed experiment already found ..."}}
 BROKEN = {"id": "X.E", "verdict": "error", "designed": {"verdict": "holds", "summary": "..."},
           "search": {"outcome": "error", "best_ratio": None, "evaluations": 3}}
 
@@ -22,6 +27,12 @@ def test_one_row_per_claim_in_order_with_the_three_readings():
     assert lines[4] == "| X.A1 | holds | - | holds |"
     assert lines[5] == "| X.E | holds | error | **error** |"
     assert len(lines) == 6
+
+
+def test_a_bound_at_or_below_zero_shows_its_numbers_and_a_search_not_run_says_why():
+    lines = verdict_table([NEGATIVE_BOUND, NOT_RUN]).splitlines()
+    assert lines[2] == "| X.N | holds | violated (measured 0.4493 > bound -0.1014; 200 evaluations) | **violated** |"
+    assert lines[3] == "| X.V | violated | not run (designed: violated) | violated |"
 
 
 def test_report_markdown_prints_a_verify_runs_table_and_writes_nothing(tmp_path, capsys):

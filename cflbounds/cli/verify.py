@@ -78,7 +78,8 @@ def add_parser(commands) -> None:
                            help="after a claim's designed experiment, search its admissible domain (claims that "
                                 "declare one: `cflbounds claims`) for this many seconds, as `cflbounds falsify "
                                 "--budget` does; a confirmed counterexample makes the verdict 'violated' (shown "
-                                "beside the designed experiment's own result). A time budget reaches further on a "
+                                "beside the designed experiment's own result; a claim the designed experiment already "
+                                "found violated is not searched: `cflbounds falsify` searches it). A time budget reaches further on a "
                                 "faster machine; 0: no search. Default: a number of evaluations per claim by scale "
                                 "(" + ", ".join(f"{scale} {count}" for scale, count in SEARCH_EVALUATIONS.items())
                                 + "), so the verdicts depend only on the seed, scale, device and version")

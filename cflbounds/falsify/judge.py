@@ -6,8 +6,9 @@ declares a :class:`~cflbounds.verify.domain.Domain` is then also searched for a 
 verdict is the strongest of the two findings (:data:`cflbounds.verify.verdict.PRECEDENCE`): a
 confirmed counterexample makes it ``violated`` whatever the designed experiment said (a bound
 that promises nothing *and* is exceeded is false), a search whose claim code failed makes it
-``error``, and a designed ``violated`` stays violated whatever the search finds. So ``verify``
-and ``falsify`` never give one claim two answers.
+``error``, and a designed ``violated`` stays violated whatever the search finds (so ``verify``
+does not search such a claim: its search record says so, ``outcome`` "not run"; ``falsify``
+searches it). So ``verify`` and ``falsify`` never give one claim two answers.
 
 The verdict keeps both readings: ``designed`` (the designed experiment's own verdict and
 summary) and ``search`` (outcome, best ratio, evaluations, the counterexample and its
@@ -40,6 +41,11 @@ __all__ = ["SEARCH_EVALUATIONS", "SearchPlan", "default_plan", "judge", "searche
 # size), a short search at default (MGD.L2's known counterexample needs about 150), a long one
 # at paper. docs/verify-runs.md ("What each scale costs") gives what they cost per claim.
 SEARCH_EVALUATIONS = {"smoke": 0, "default": 200, "paper": 2000}
+# A designed violation is final (only an error outranks it, PRECEDENCE): verify does not search
+# such a claim, `falsify` does.
+NOT_RUN = "not run"
+NOT_RUN_REASON = ("the designed experiment already found the claim violated, which no search can change; "
+                  "`cflbounds falsify {id}` searches its domain")
 
 
 @dataclass(frozen=True)
@@ -68,6 +74,9 @@ class SearchPlan:
     def __call__(self, claim, verdict: Verdict, context: VerifyContext, raise_errors: bool = False) -> Verdict:
         if not self.active or claim.domain is None or verdict.verdict in ("error", "not-implemented"):
             return verdict
+        if verdict.verdict == "violated":  # nothing the search finds can change it (module docstring)
+            return replace(verdict, designed={"verdict": verdict.verdict, "summary": verdict.summary},
+                           search={"id": claim.id, "outcome": NOT_RUN, "reason": NOT_RUN_REASON.format(id=claim.id)})
         result = falsify_claim(claim.id, seed=context.seed, budget=self.seconds, max_evaluations=self.evaluations,
                                device=context.device, confidence=self.confidence, contain=not raise_errors)
         return searched_verdict(verdict, result)

@@ -263,13 +263,16 @@ def _search_blocks(verdict: dict) -> list:
                      + (f" — {designed['summary']}" if designed.get("summary") else ""))
     if not search:
         return [Paragraph("\n".join(lines), title="Verdict", role="lead")] if lines else []
+    if search.get("reason"):  # not run
+        lines.append(f"search: {search.get('outcome', '')} — {search['reason']}")
+        return [Paragraph("\n".join(lines), title="Verdict", role="lead")]
     example = search.get("counterexample")
     found = f" at {_point(example.get('parameters'))}" if example and example.get("parameters") else ""
     counts = [f"best measured/allowed {format_value(search.get('best_ratio'))}" if search.get("best_ratio") is not None
               else "", f"{format_value(search.get('evaluations'))} evaluations" if search.get("evaluations") is not None
               else "", f"{float(search['seconds']):.1f} s" if search.get("seconds") is not None else ""]
     lines.append(f"search: {search.get('outcome', '')}{found} ({', '.join(filter(None, counts))})"
-                 + (f"; coverage: {search['coverage']}" if search.get("coverage") else ""))
+                 + (f"; coverage: {search['coverage']['statement']}" if search.get("coverage") else ""))
     blocks = [Paragraph("\n".join(lines), title="Verdict", role="lead")]  # the summary, reading by reading
     if example:
         values = {**(example.get("parameters") or {}),

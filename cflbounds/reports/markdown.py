@@ -4,7 +4,9 @@ the search of its domain found, and the final verdict (the stronger of the two,
 README's claim table is its output for a default run."""
 from __future__ import annotations
 
-from ..verify.domain import format_ratio
+import math
+
+from ..verify.domain import format_against, format_ratio
 
 __all__ = ["verdict_table"]
 
@@ -12,15 +14,24 @@ COLUMNS = ("claim", "designed experiment", "search", "final verdict")
 
 
 def _search_cell(verdict: dict) -> str:
-    """What the search found, in a few words: ``violated (ratio 4.056)``, ``none found (best
-    0.97; violating volume < 0.0025)``, ``error`` or ``-`` (no domain, or no search in the run)."""
+    """What the search found, in a few words: ``violated (measured/allowed 4.056; ...)`` (or
+    measured against bound, where the bound is <= 0), ``none found (best measured/allowed 0.97;
+    violating share of the volume < 0.0025 ...)``, ``not run (designed: violated)``, ``error``
+    or ``-`` (no domain, or no search in the run)."""
     search = verdict.get("search")
     if not search:
         return "-"
     outcome = search["outcome"]
+    if search.get("reason"):  # not run: the designed experiment's violation is final
+        return f"{outcome} (designed: violated)"
     evaluations = f"{search['evaluations']} evaluations"
     if outcome == "violated":
-        return f"violated (measured/allowed {format_ratio(search['best_ratio'])}; {evaluations})"
+        ratio = float(search["best_ratio"])
+        example = search.get("counterexample") or {}
+        if math.isinf(ratio) and "measured" in example:  # a bound <= 0 exceeded: the numbers say more
+            measured, bound = format_against(example["measured"], example["bound"])
+            return f"violated (measured {measured} > bound {bound}; {evaluations})"
+        return f"violated (measured/allowed {format_ratio(ratio)}; {evaluations})"
     if outcome == "error":
         return "error"
     parts = [f"best measured/allowed {format_ratio(search['best_ratio'])}"] if search.get("best_ratio") is not None \
