@@ -7,7 +7,8 @@
 
 Every implemented claim (or those given with ``--claims``) runs at ``--scale`` in registry
 order in one context, as ``cflbounds verify`` runs them (claims that share an experiment
-with an earlier claim then cost less than alone), and its verdict's seconds are recorded in
+with an earlier claim then cost less than alone; each with the search of its domain that
+``verify`` runs at the scale, :func:`cflbounds.falsify.default_plan`), and its verdict's seconds are recorded in
 ``cflbounds/verify/claim_costs.json`` under the scale, replacing that scale's entry only,
 with the date, the machine, the CPU and torch thread counts and the load average before and
 after. ``verify --help``, its ETA and docs/verify-runs.md's table read the file, never hand-copied numbers.
@@ -32,6 +33,7 @@ from pathlib import Path
 import torch
 
 from cflbounds import __version__
+from cflbounds.falsify import default_plan
 from cflbounds.verify.context import SCALES, VerifyContext
 from cflbounds.verify.costs import COSTS_FILE, cost_cell, lower_bound_claims, measurement_text
 from cflbounds.verify.run import expand_claim_ids, implemented_claims, verify_claims
@@ -40,7 +42,7 @@ from cflbounds.verify.run import expand_claim_ids, implemented_claims, verify_cl
 def _in_sequence(scale: str, claims: list[str], device: str) -> tuple[dict, dict]:
     with tempfile.TemporaryDirectory() as workdir:  # sweep stores and checkpoints, as in a real run
         context = VerifyContext(scale=scale, seed=0, device=device, workdir=Path(workdir), progress=False)
-        verdicts = verify_claims(claims, context)
+        verdicts = verify_claims(claims, context, search=default_plan(scale))  # the search verify runs
     return {v.id: round(v.seconds, 2) for v in verdicts}, {}
 
 
