@@ -4,6 +4,7 @@
     python benchmarks/measure_claim_costs.py --scale default     # minutes: run it on a quiet machine
     python benchmarks/measure_claim_costs.py --scale paper --timeout 300   # each claim alone, at most 5 min
     python benchmarks/measure_claim_costs.py --markdown          # docs/verify-runs.md's table, from the file
+    python benchmarks/measure_claim_costs.py --from-run reports/2026-11-28T05-00-00   # a whole verify run's costs
 
 Every implemented claim (or those given with ``--claims``) runs at ``--scale`` in registry
 order in one context, as ``cflbounds verify`` runs them (claims that share an experiment
@@ -17,6 +18,11 @@ With ``--timeout S`` each claim runs alone instead, in a ``cflbounds verify ID``
 own stopped after S seconds (for the paper scale, where a claim can take hours): a claim that
 finishes records its verdict's seconds (as alone, so without experiments shared with earlier
 claims), one that is stopped records S under ``at_least``, shown as "> S" wherever the costs are.
+
+With ``--from-run DIR`` the costs are those of a finished ``cflbounds verify`` run of every
+implemented claim (its ``verdicts.json``: the seconds of each verdict, measured in sequence in
+one process exactly as above, at the run's scale, threads and device), so that timing the
+Quickstart's command also measures the costs it is made of.
 """
 from __future__ import annotations
 
@@ -65,6 +71,21 @@ def _alone(scale: str, claims: list[str], device: str, threads: int, timeout: fl
     return seconds, at_least
 
 
+def from_run(directory: Path, note: str) -> tuple[str, dict]:
+    """The scale and the costs entry of a finished verify run of every implemented claim."""
+    record = json.loads((directory / "verdicts.json").read_text())
+    metadata, verdicts = record["metadata"], record["verdicts"]
+    missing = sorted(set(implemented_claims()) - {v["id"] for v in verdicts})
+    if metadata.get("finished") is None or missing:
+        raise SystemExit(f"{directory}: not a finished run of every implemented claim (missing: {missing})")
+    measured = {"date": metadata["finished"], "cflbounds": metadata["cflbounds"], "revision": metadata.get("revision"),
+                "machine": metadata["platform"], "processor": platform.processor() or platform.machine(),
+                "cpus": os.cpu_count(), "threads": metadata["threads"], "device": metadata["device"],
+                "note": note, "mode": f"in sequence, one process: `{' '.join(metadata['command'])}`"}
+    seconds = {v["id"]: round(v["seconds"], 2) for v in verdicts if v["id"] in implemented_claims()}
+    return metadata["scale"], {"measured": measured, "seconds": seconds, "at_least": []}
+
+
 def measure(scale: str, claims: list[str], device: str, note: str, threads: int, timeout: float | None) -> dict:
     load_before = os.getloadavg()
     seconds, at_least = (_in_sequence(scale, claims, device) if timeout is None
@@ -102,15 +123,20 @@ def main(argv=None) -> int:
     parser.add_argument("--timeout", type=float, help="run each claim alone, stopped after this many seconds")
     parser.add_argument("--output", type=Path, default=COSTS_FILE, help=f"default {COSTS_FILE}")
     parser.add_argument("--markdown", action="store_true", help="print the docs/verify-runs.md table of --output and exit")
+    parser.add_argument("--from-run", type=Path, metavar="DIR",
+                        help="record the costs of a finished `cflbounds verify --out DIR` run of every claim instead")
     args = parser.parse_args(argv)
     if args.markdown:
         print(markdown(args.output))
         return 0
-    if args.scale is None:
+    if args.from_run is not None:
+        args.scale, entry = from_run(args.from_run, args.note)
+    elif args.scale is None:
         parser.error("--scale is required to measure")
-    torch.set_num_threads(args.threads)
-    claims = expand_claim_ids(args.claims) if args.claims else implemented_claims()
-    entry = measure(args.scale, claims, args.device, args.note, args.threads, args.timeout)
+    else:
+        torch.set_num_threads(args.threads)
+        claims = expand_claim_ids(args.claims) if args.claims else implemented_claims()
+        entry = measure(args.scale, claims, args.device, args.note, args.threads, args.timeout)
     data = json.loads(args.output.read_text()) if args.output.exists() else {}
     data = {"about": "seconds per claim of `cflbounds verify`, by scale; written by benchmarks/measure_claim_costs.py",
             "scales": {**data.get("scales", {}), args.scale: entry}}
@@ -119,8 +145,9 @@ def main(argv=None) -> int:
     os.replace(temporary, args.output)
     for claim, seconds in entry["seconds"].items():
         print(f"{claim:<12} {seconds:8.2f} s")
-    print(f"total {sum(entry['seconds'].values()):.1f} s; load average {entry['measured']['load_before'][0]} before, "
-          f"{entry['measured']['load_after'][0]} after -> {args.output}")
+    load = entry["measured"].get("load_before")
+    print(f"total {sum(entry['seconds'].values()):.1f} s" + (f"; load average {load[0]} before, "
+          f"{entry['measured']['load_after'][0]} after" if load else "") + f" -> {args.output}")
     return 0
 
 

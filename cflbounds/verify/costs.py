@@ -52,9 +52,10 @@ def measurement_text(scale: str, path: Path | None = None) -> str:
     info = cost_measurement(scale, path)
     if info is None:
         return "not measured yet"
+    load = (f", load average {info['load_before'][0]:.1f} before and {info['load_after'][0]:.1f} after"
+            if "load_before" in info else "")  # a verify run's own costs record no load (measure_claim_costs.py)
     text = (f"measured {info['date'][:10]} on {info['cpus']} CPUs ({info['processor']}), {info['threads']} torch "
-            f"thread(s), load average {info['load_before'][0]:.1f} before and {info['load_after'][0]:.1f} after"
-            + (f", {info['mode']}" if info.get("mode") else ""))
+            f"thread(s){load}" + (f", {info['mode']}" if info.get("mode") else ""))
     return text + (f"; {info['note']}" if info.get("note") else "")
 
 
