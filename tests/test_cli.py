@@ -128,12 +128,32 @@ def test_claims_markdown_has_the_paper_column(capsys):
     assert lines[2 + len(CLAIMS):3 + len(CLAIMS)] in ([], [""])  # then: why some claims cannot be falsified
 
 
-def test_readme_claims_table_is_generated_by_claims_markdown(capsys):
-    """The README says its table is `cflbounds claims --markdown`: a changed statement or claim
-    must regenerate it."""
+def test_the_claims_page_is_generated_by_claims_markdown(capsys):
+    """docs/claims.md says its catalogue is `cflbounds claims --markdown`: a changed statement or
+    claim must regenerate it."""
     code, out, _ = run(capsys, "claims", "--markdown")
+    page = (Path(__file__).parents[1] / "docs" / "claims.md").read_text(encoding="utf-8")
+    assert code == 0 and out.strip() in page
+
+
+def test_the_readme_claim_table_has_every_claim_in_order_with_its_three_readings():
+    """The README's claim table is `cflbounds report DIR --markdown` of a default verify run: a
+    row per implemented claim of the five papers, in the registry's order, with the designed
+    verdict, the search and the final verdict (a claim added or renamed must regenerate it)."""
+    from cflbounds.reports.markdown import COLUMNS
+
     readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
-    assert code == 0 and out.strip() in readme
+    table = readme.split("<!-- claim-table:start -->\n", 1)[1].split("<!-- claim-table:end -->", 1)[0]
+    lines = table.strip().splitlines()
+    assert lines[0] == "| " + " | ".join(COLUMNS) + " |"
+    rows = [line.split(" | ") for line in lines[2:]]
+    from cflbounds.verify.run import implemented_claims
+
+    implemented = implemented_claims()  # the five papers' (conftest.py hides installed plugins)
+    assert [row[0].lstrip("| ") for row in rows] == implemented
+    words = {"holds", "violated", "vacuous", "unsatisfiable", "inconclusive", "rate-consistent", "rate-inconsistent",
+             "error"}
+    assert all(row[1] in words and row[3].strip(" |*") in words for row in rows)
 
 
 def test_claims_json_and_markdown_are_exclusive(capsys):
