@@ -105,6 +105,33 @@ REAL_ENTRY_POINTS = registry.entry_points  # cflbounds' own
 EXAMPLE = Path(__file__).parents[1] / "examples" / "textbook"
 
 
+def load_benchmark(name: str):
+    """The script ``benchmarks/<name>.py`` as a module (the benchmarks are scripts, not a package),
+    for tests of the pieces a benchmark and the suite share."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def interpolation_constraints(points, gram, L: float, mu: float) -> list:
+    """The interpolation conditions of F_{mu,L} (Taylor, Hendrickx & Glineur 2017, Thm 4) for
+    every ordered pair of ``points`` ``(x, g, f)``, with ``x``, ``g`` coordinate vectors in the
+    basis whose Gram matrix is the cvxpy variable ``gram``: the independent performance-estimation
+    problems the tests check the toolkit's certified PEP against."""
+    constraints = []
+    for i, (xi, gi, fi) in enumerate(points):
+        for j, (xj, gj, fj) in enumerate(points):
+            if i != j:
+                dx, dg = xi - xj, gi - gj
+                constraints.append(fi >= fj + gj @ gram @ dx + (dg @ gram @ dg / L + mu * (dx @ gram @ dx)
+                                                                - 2 * mu / L * (dg @ gram @ dx)) / (2 * (1 - mu / L)))
+    return constraints
+
+
 class FakeEntryPoint:
     """An entry point of a package named ``package`` whose ``load()`` gives ``target`` (or raises it)."""
 

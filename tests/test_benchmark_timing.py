@@ -3,28 +3,19 @@ the work it names, inside the product's own calls: bench_certificate.py and benc
 print the certificate's share and its floor from these counters."""
 from __future__ import annotations
 
-import importlib.util
 import time
-from pathlib import Path
 
 from cflbounds.sweeps import ifca_fig2
 from cflbounds.sweeps.ifca_fig2 import fig2_cells, run_fig2_cell
+from conftest import load_benchmark
 
 TRIALS = 3
-
-
-def _timed_certificate():
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / "timed_certificate.py"
-    spec = importlib.util.spec_from_file_location("timed_certificate", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_timed_certificate_counts_its_floor_inside_the_product(monkeypatch):
     for name in ("FinalDistanceCertificate", "ClusterQuadratics", "step_waves"):
         monkeypatch.setattr(ifca_fig2, name, getattr(ifca_fig2, name))  # time_certificate replaces them: restored after
-    timed_certificate = _timed_certificate()
+    timed_certificate = load_benchmark("timed_certificate")
     timed = timed_certificate.time_certificate(time.perf_counter)
     (cell,) = fig2_cells(("a",), ("paper-text",), {"d": [64], "m": [24], "n": [24], "r": [0.25], "sigma": [0.1]},
                          seed=0, early_exit=True, trials=TRIALS, restarts=3, iterations=150)

@@ -32,7 +32,7 @@ from cflbounds.verify.cfl_mgd import checks, tight
 from cflbounds.verify.cfl_mgd.tight import tight_factors
 from cflbounds.verify.testing import assert_rejected, invalid_calls
 
-from conftest import examples
+from conftest import examples, interpolation_constraints
 
 EXACT = 1e-7  # relative; see the module docstring
 CERTIFIED = 1e-6
@@ -153,12 +153,7 @@ def _straightforward_pep(L, mu, step, beta, iterations, start):
     values = cp.Variable(iterations)
     points = [(np.zeros(len(basis)), np.zeros(len(basis)), 0.0)] + list(zip(iterates, gradients, values))
     constraints = [basis[k] @ gram @ basis[k] <= 1 for k in range(starts)]
-    for i, (xi, gi, fi) in enumerate(points):
-        for j, (xj, gj, fj) in enumerate(points):
-            if i != j:
-                dx, dg = xi - xj, gi - gj
-                constraints.append(fi >= fj + gj @ gram @ dx + (dg @ gram @ dg / L + mu * (dx @ gram @ dx)
-                                                                - 2 * mu / L * (dg @ gram @ dx)) / (2 * (1 - mu / L)))
+    constraints += interpolation_constraints(points, gram, L, mu)
     problem = cp.Problem(cp.Maximize(x @ gram @ x), constraints)
     problem.solve(solver=cp.SCS, eps_abs=1e-9, eps_rel=1e-9, max_iters=200_000)
     assert problem.status == "optimal"

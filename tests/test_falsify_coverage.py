@@ -8,9 +8,7 @@ here a fast version: a few fixed seeds, small evaluation counts.
 """
 from __future__ import annotations
 
-import importlib.util
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,18 +19,11 @@ from cflbounds.falsify.coverage import COVERAGE_SHARE, Coverage, UniformDraws, c
 from cflbounds.falsify.outputs import report_entry
 from cflbounds.falsify.search import search
 from cflbounds.verify.context import VerifyContext
+from conftest import load_benchmark
 from test_falsify import TOYS
 
 
-def _planted_volumes():
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / "planted_volumes.py"
-    spec = importlib.util.spec_from_file_location("planted_volumes", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-PLANTED = _planted_volumes()
+PLANTED = load_benchmark("planted_volumes")
 SEEDS = range(4)
 EVALUATIONS = 1500  # 300 coverage points: a 1e-2 box is missed by all of them with probability 0.99^300 = 5 %
 

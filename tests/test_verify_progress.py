@@ -1,5 +1,4 @@
 """verify's one progress display and its ETA from measured claim costs."""
-import importlib.util
 import io
 import json
 import re
@@ -16,6 +15,7 @@ from cflbounds.verify.costs import COSTS_FILE, claim_costs, duration, remaining_
 from cflbounds.verify.progress import PlainDisplay, RunDisplay, TerminalDisplay, run_display, verdict_line
 from cflbounds.verify.run import implemented_claims
 from cflbounds.verify.verdict import Verdict
+from conftest import load_benchmark
 
 
 def verdict(claim_id, seconds, summary="all good", word="holds"):
@@ -234,7 +234,5 @@ def test_docs_cost_table_is_the_costs_file():
     """docs/verify-runs.md's table of claim costs is generated from claim_costs.json (numbers are
     never copied by hand): after a new measurement, regenerate it with the script's --markdown."""
     root = Path(__file__).resolve().parents[1]
-    spec = importlib.util.spec_from_file_location("measure_claim_costs", root / "benchmarks" / "measure_claim_costs.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_benchmark("measure_claim_costs")
     assert script.markdown(COSTS_FILE) in (root / "docs" / "verify-runs.md").read_text(encoding="utf-8")
