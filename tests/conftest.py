@@ -16,6 +16,7 @@ import pytest
 import torch
 from hypothesis import settings
 
+from cflbounds._threads import ThreadGovernor
 from cflbounds.verify import registry
 
 # A test states its count for the deterministic profile; a profile's max_examples over
@@ -62,14 +63,26 @@ def pytest_configure(config):
     session_threads()  # a bad value stops the session before any test, in one line
 
 
+GOVERNOR_SET = ThreadGovernor._set  # the real one, for the tests of the thread setting
+
+
+def _record_only(governor, count: int) -> None:
+    """:meth:`cflbounds._threads.ThreadGovernor._set` without setting torch's count."""
+    if not governor.chosen or governor.chosen[-1] != count:
+        governor.chosen.append(count)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def single_torch_thread():
     """One intra-op thread for the whole suite. The runs are thousands of small torch ops; with
     torch's default 2 OpenMP threads on a busy 2-core machine the threads spin-wait (measured
     7-50x slower, a Fig. 2 cell 0.3 s vs 17 s) while the results are bit-identical.
     The CLI's ``--threads auto`` (its default) would change it mid-session when a test runs a
-    command in-process, so ``torch.set_num_threads`` is a no-op for the session (tests of the
-    thread setting record its calls with their own monkeypatch).
+    command in-process, so the CLI's thread governor records its choice without applying it
+    (tests of the thread setting record torch's calls with their own monkeypatch). torch's own
+    ``set_num_threads`` stays real: ``cflbounds._threads.one_torch_thread`` must reach one
+    thread for the work whose stored digits would follow the count (with it a no-op, a session
+    at ``CFLBOUNDS_TEST_THREADS=2`` stored other certificate intervals than a 1-CPU Ray task).
 
     ``CFLBOUNDS_TEST_THREADS=N`` runs the session on N threads everywhere instead: torch's,
     numpy's and scipy's BLAS and OpenMP (threadpoolctl), and, through ``OMP_NUM_THREADS``,
@@ -80,7 +93,7 @@ def single_torch_thread():
     previous = torch.get_num_threads()
     torch.set_num_threads(threads or 1)
     with pytest.MonkeyPatch.context() as patch, contextlib.ExitStack() as limits:
-        patch.setattr(torch, "set_num_threads", lambda threads: None)
+        patch.setattr(ThreadGovernor, "_set", _record_only)
         if threads is not None:
             import scipy.linalg  # noqa: F401  (scipy's own BLAS loaded, so that the limit reaches it)
             from threadpoolctl import threadpool_limits

@@ -22,6 +22,7 @@ from cflbounds.bounds import ifca as bounds
 from cflbounds.cli import main
 from cflbounds.cli._common import table
 from cflbounds.verify.registry import CLAIMS
+from conftest import GOVERNOR_SET
 
 
 
@@ -220,6 +221,7 @@ def test_auto_threads_leave_the_cores_others_use(monkeypatch, others, expected):
     monkeypatch.setattr(threads_module.OtherLoad, "cores", lambda self: next(readings))
     chosen = []
     monkeypatch.setattr(torch, "set_num_threads", chosen.append)
+    monkeypatch.setattr(threads_module.ThreadGovernor, "_set", GOVERNOR_SET)  # the session records only
     governor = threads_module.ThreadGovernor("auto")
     governor.adjust()  # the neighbour has gone
     assert chosen == [expected, 2] and governor.chosen == ([2] if expected == 2 else [1, 2])

@@ -79,8 +79,6 @@ def places(tmp_path_factory) -> dict[str, Path]:
 @pytest.fixture()
 def heavy(monkeypatch, tmp_path) -> list[str]:
     """Record the heavy calls instead of making them; each returns what its caller expects."""
-    import torch
-
     calls: list[str] = []
 
     def cells(cell_list, compute, store, **kwargs):
@@ -106,7 +104,6 @@ def heavy(monkeypatch, tmp_path) -> list[str]:
     monkeypatch.setattr(verify_run, "_checks_on_ray", verify_run._checks_here)
     monkeypatch.setattr(outputs, "write_sweep_outputs", sweep_outputs)
     monkeypatch.setattr(outputs, "write_report", report)
-    monkeypatch.setattr(torch, "set_num_threads", lambda threads: None)  # the suite keeps its one thread
     monkeypatch.chdir(tmp_path)  # a default --out (reports/...) lands here
     return calls
 

@@ -8,7 +8,6 @@ import math
 
 import numpy as np
 import pytest
-import torch
 
 from cflbounds.bounds import lcfl as bounds
 from cflbounds.falsify import run
@@ -19,7 +18,6 @@ from cflbounds.verify.lcfl import CLAIMS, domain
 from cflbounds.verify.lcfl.discrepancy import ROUNDING, pair_discrepancies
 from cflbounds.verify.registry import get_claim
 
-torch.set_num_threads(1)
 CTX = VerifyContext(seed=0)
 DOMAINS = {"LCFL.E8": domain.e8_domain(), "LCFL.E4": domain.e4_domain(), "LCFL.T1": domain.t1_domain()}
 E4_POINT = {"m_i": 30, "m_j": 50, "clusters": 2, "d": 3, "atoms": 200, "label_noise": 0.1, "weight_norm": 3.0,
