@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import shutil
 import textwrap
@@ -83,6 +84,25 @@ def csv(kind):
         return values
 
     parse.__name__ = f"list of {kind.__name__}"
+    return parse
+
+
+def non_negative(kind, *, positive: bool = False):
+    """An argparse type: a finite ``kind`` (int or float) >= 0 (> 0 if ``positive``), else one
+    line saying what it must be and what it got."""
+    relation = "> 0" if positive else ">= 0"
+
+    def parse(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if value is None or not math.isfinite(value) or not (value > 0 if positive else value >= 0):
+            raise argparse.ArgumentTypeError(f"must be {'an int' if kind is int else 'a number'} {relation}. "
+                                             f"Got {text!r} instead")
+        return value
+
+    parse.__name__ = f"{'positive' if positive else 'non-negative'} {kind.__name__}"
     return parse
 
 

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import textwrap
 from datetime import datetime
@@ -12,7 +11,7 @@ from pathlib import Path
 from .._files import writable_directory
 from .._validation import InvalidParameterError
 from ._common import (EXIT_ERROR, THREADS_HELP, add_executor_options, check_executor_options, exit_status,
-                      start_executor, table, thread_count)
+                      non_negative, start_executor, table, thread_count)
 
 __all__ = ["add_parser", "run"]
 
@@ -47,20 +46,6 @@ DESCRIPTION = (
     "claim ended in 'error' (before 1).")
 
 
-def _positive(kind):
-    def parse(text):
-        try:
-            value = kind(text)
-        except ValueError:
-            value = None
-        if value is None or not (value > 0 and math.isfinite(value)):
-            raise argparse.ArgumentTypeError(f"must be {'an int' if kind is int else 'a number'} > 0. Got {text!r} "
-                                             "instead")
-        return value
-
-    parse.__name__ = f"positive {kind.__name__}"
-    return parse
-
 
 def _epilog() -> str:
     from ..verify.registry import claims
@@ -82,10 +67,10 @@ def add_parser(commands) -> None:
                         help="claim IDs or patterns such as 'FC.*' (patterns match the claims that declare a domain; "
                              "default: every such claim; not with --replay)")
     spend = parser.add_mutually_exclusive_group()
-    spend.add_argument("--budget", type=_positive(float), metavar="SECONDS",
+    spend.add_argument("--budget", type=non_negative(float, positive=True), metavar="SECONDS",
                        help=f"seconds of search per claim; shrinking and confirming come on top "
                             f"(default: {DEFAULT_BUDGET:g})")
-    spend.add_argument("--evaluations", type=_positive(int), metavar="N",
+    spend.add_argument("--evaluations", type=non_negative(int, positive=True), metavar="N",
                        help="search evaluations per claim instead of a time budget: the run is then reproducible "
                             "exactly on any machine")
     parser.add_argument("--seed", type=int, default=0,

@@ -3,15 +3,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import textwrap
 from datetime import datetime
 from pathlib import Path
 
 from .._validation import InvalidParameterError
-from ._common import (THREADS_HELP, add_executor_options, check_executor_options, exit_status, start_executor,
-                      table, thread_count)
+from ._common import (THREADS_HELP, add_executor_options, check_executor_options, exit_status, non_negative,
+                      start_executor, table, thread_count)
 
 __all__ = ["add_parser", "run"]
 
@@ -74,7 +73,7 @@ def add_parser(commands) -> None:
     from ..falsify.judge import SEARCH_EVALUATIONS
 
     searching = verify.add_mutually_exclusive_group()
-    searching.add_argument("--search", type=_non_negative(float), metavar="SECONDS",
+    searching.add_argument("--search", type=non_negative(float), metavar="SECONDS",
                            help="after a claim's designed experiment, search its admissible domain (claims that "
                                 "declare one: `cflbounds claims`) for this many seconds, as `cflbounds falsify "
                                 "--budget` does; a confirmed counterexample makes the verdict 'violated' (shown "
@@ -83,7 +82,7 @@ def add_parser(commands) -> None:
                                 "faster machine; 0: no search. Default: a number of evaluations per claim by scale "
                                 "(" + ", ".join(f"{scale} {count}" for scale, count in SEARCH_EVALUATIONS.items())
                                 + "), so the verdicts depend only on the seed, scale, device and version")
-    searching.add_argument("--search-evaluations", type=_non_negative(int), metavar="N",
+    searching.add_argument("--search-evaluations", type=non_negative(int), metavar="N",
                            help="the search as a number of evaluations per claim instead (0: no search)")
     verify.add_argument("--out", metavar="DIR",
                         help="run directory for verdicts.json, tables/, report.pdf, report.html (default: reports/<date-time>/); "
@@ -103,20 +102,6 @@ def add_parser(commands) -> None:
                              "author; nothing of that claim is written)")
     verify.add_argument("--threads", type=thread_count, default="auto", metavar="auto|N", help=THREADS_HELP)
 
-
-def _non_negative(kind):
-    def parse(text):
-        try:
-            value = kind(text)
-        except ValueError:
-            value = None
-        if value is None or not (value >= 0 and math.isfinite(value)):
-            raise argparse.ArgumentTypeError(f"must be {'an int' if kind is int else 'a number'} >= 0. Got {text!r} "
-                                             "instead")
-        return value
-
-    parse.__name__ = f"non-negative {kind.__name__}"
-    return parse
 
 
 def _search_plan(args):
