@@ -30,7 +30,7 @@ from benchmarks.benchmark_cells import add_cell_options, benchmark_cells  # noqa
 from benchmarks.timed_certificate import cholesky_seconds, time_certificate  # noqa: E402
 from cflbounds.sweeps import ifca_fig2  # noqa: E402
 from cflbounds.sweeps.ifca_fig2 import run_fig2_cell, trial_outcomes  # noqa: E402
-from cflbounds.verify.ifca.success import claim_cells  # noqa: E402
+from cflbounds.papers.ifca.success import claim_cells  # noqa: E402
 
 
 def main(argv=None) -> int:

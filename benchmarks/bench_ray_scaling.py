@@ -36,7 +36,7 @@ from cflbounds._threads import OtherLoad
 from cflbounds.sweeps.executors import run_cells
 from cflbounds.sweeps.ifca_fig2 import PANELS, cell_flops, fig2_cells, run_fig2_cell
 from cflbounds.sweeps.store import ResultStore
-from cflbounds.verify.ifca.success import SCALES as F2_SCALES
+from cflbounds.papers.ifca.success import SCALES as F2_SCALES
 
 NODE_COUNTS = (1, 2, 4, 8, 16, 32, 64)
 CPUS_PER_NODE = 2

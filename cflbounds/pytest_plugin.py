@@ -27,8 +27,8 @@ SCALES = ("smoke", "default", "paper")  # cflbounds.verify.context.SCALES, witho
 def pytest_addoption(parser):
     group = parser.getgroup("cflbounds", "check convergence-theorem claims with cflbounds")
     group.addoption("--cflbounds", action="append", default=[], metavar="PATTERN",
-                    help="add one test per cflbounds claim matching PATTERN (an ID such as IFCA.T1 or a shell "
-                         "pattern such as 'MGD.*'; repeatable); `cflbounds claims` lists the IDs")
+                    help="add one test per cflbounds claim matching PATTERN (a claim ID, PAPER.NAME, or a shell "
+                         "pattern such as 'PAPER.*'; repeatable); `cflbounds claims` lists the IDs")
     group.addoption("--cflbounds-scale", choices=SCALES, default="smoke",
                     help="size of each claim's experiment: smoke (seconds, default), default (the `cflbounds "
                          "verify` default, minutes in all) or paper (the papers' sizes)")

@@ -28,8 +28,8 @@ import cflbounds.bounds._pep_sdp as sdp
 import cflbounds.bounds.pep as pep
 from cflbounds import InvalidParameterError
 from cflbounds.bounds._cache import cache_directory
-from cflbounds.verify.cfl_mgd import checks, tight
-from cflbounds.verify.cfl_mgd.tight import tight_factors
+from cflbounds.papers.cfl_mgd import checks, tight
+from cflbounds.papers.cfl_mgd.tight import tight_factors
 from cflbounds.verify.testing import assert_rejected, invalid_calls
 
 from conftest import examples, interpolation_constraints

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cflbounds.verify.cfl_mgd.problems import Family, init_radius, placed_models
+from cflbounds.papers.cfl_mgd.problems import Family, init_radius, placed_models
 
 SE_MARGIN = 4.5
 FAMILIES = [Family("mlr", 4, delta=1.0, noise=0.3), Family("quadratics", 4, delta=1.2, noise=0.4, mu=0.5, L=3.0),

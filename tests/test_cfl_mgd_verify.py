@@ -15,13 +15,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import cflbounds.verify.cfl_mgd.checks as mgd_checks
-import cflbounds.verify.cfl_mgd.a38 as a38_checks
+import cflbounds.papers.cfl_mgd.checks as mgd_checks
+import cflbounds.papers.cfl_mgd.a38 as a38_checks
 from cflbounds.bounds import cfl_mgd as bounds
 from cflbounds.cli import main
 from cflbounds.verify import VERDICTS, Verdict, VerifyContext
-from cflbounds.verify.cfl_mgd.misassignment import judge_lemma1
-from cflbounds.verify.cfl_mgd.speed import GRIDS, MIN_ROUNDS, QUANTILES, _compare, judge_speed, rounds_to_target
+from cflbounds.papers.cfl_mgd.misassignment import judge_lemma1
+from cflbounds.papers.cfl_mgd.speed import GRIDS, MIN_ROUNDS, QUANTILES, _compare, judge_speed, rounds_to_target
 from cflbounds.verify.run import verify_claims
 
 from conftest import examples

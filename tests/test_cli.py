@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import cflbounds
-import cflbounds.verify.ifca.theory as ifca_checks
+import cflbounds.papers.ifca.theory as ifca_checks
 from cflbounds.bounds import ifca as bounds
 from cflbounds.cli import main
 from cflbounds.cli._common import table

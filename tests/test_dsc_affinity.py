@@ -12,7 +12,7 @@ from cflbounds.algorithms.affinity_propagation import (_availability, _paper_dec
                                                        affinity_propagation, median_preference)
 from cflbounds.algorithms.dsc_grouping import channel_similarity, data_similarity
 from cflbounds.synthetic.wireless import make_wireless_layout
-from cflbounds.verify.dsc.experiment import EXPERIMENT, build_instances, draw_label_counts
+from cflbounds.papers.dsc.experiment import EXPERIMENT, build_instances, draw_label_counts
 
 from conftest import examples
 

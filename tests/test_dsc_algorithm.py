@@ -15,7 +15,7 @@ from cflbounds.algorithms.dsc_grouping import (Grouping, _resolve, channel_simil
                                                information_matrix, tie_seed)
 from cflbounds.synthetic import label_mixture, make_quadratic_federation
 from cflbounds.synthetic.wireless import PAPER_CHANNEL, layout_from_positions, make_wireless_layout, upload_noise_variance
-from cflbounds.verify.dsc.experiment import EXPERIMENT, build_instances, draw_label_counts
+from cflbounds.papers.dsc.experiment import EXPERIMENT, build_instances, draw_label_counts
 from cflbounds.verify.testing import assert_rejected, invalid_calls
 
 

@@ -8,10 +8,10 @@ from numbers import Real
 import numpy as np
 import pytest
 
-import cflbounds.verify.dsc.checks as dsc_checks
+import cflbounds.papers.dsc.checks as dsc_checks
 from cflbounds.bounds import dsc as bounds
 from cflbounds.verify import VERDICTS, Verdict, VerifyContext
-from cflbounds.verify.dsc.experiment import EXPERIMENT, run_configuration
+from cflbounds.papers.dsc.experiment import EXPERIMENT, run_configuration
 from cflbounds.verify.run import verify_claims
 
 SEED = 0
@@ -134,7 +134,7 @@ def test_accuracy_verdict_compares_paired_seeds(context):
     # FedAvg in the ideal channel does not depend on the grouping: 0.1 of chance is far below what softmax reaches
     assert evidence["accuracy_fedavg_ideal"] > 0.5
     # the calibration is named in the summary; the noise ratio beside it is free of it
-    from cflbounds.verify.dsc.accuracy import NOISE_SCALE
+    from cflbounds.papers.dsc.accuracy import NOISE_SCALE
 
     assert f"{NOISE_SCALE:g} x gamma_ref/gamma" in verdict.summary and evidence["aggregate_noise_ratio_dsc_over_fedavg_min"] > 0
 
@@ -156,7 +156,7 @@ def test_cli_verify_dsc_json(tmp_path, capsys):
 def test_instances_outside_a4_are_exactly_those_with_heterogeneous_optima(context, verdicts):
     """A4 can hold only where every grad F_k vanishes at w* (grad F(w*) = 0): the shared-optimum
     instances. The others are counted apart, never judged, and A1-4's exact row at w* fails on them."""
-    from cflbounds.verify.dsc.experiment import dsc_experiment
+    from cflbounds.papers.dsc.experiment import dsc_experiment
 
     instances = dsc_experiment(context)["instances"]
     np.testing.assert_array_equal(dsc_checks._within_a4(instances), instances["spread"] == 0)
@@ -224,7 +224,7 @@ def test_ball_sups_are_not_below_a_brute_force_search():
     approaches the sup from below, so ours must be at least as large (1e-3 for the 8-digit
     rounding and the arccos clamp)."""
     from cflbounds.algorithms.dsc import hierarchy
-    from cflbounds.verify.dsc.experiment import INITIAL_DISTANCE, _ball_sup, build_instances
+    from cflbounds.papers.dsc.experiment import INITIAL_DISTANCE, _ball_sup, build_instances
 
     config = EXPERIMENT["smoke"]["configs"][1]  # "mid": 10 clients, d = 5, shared optimum
     inst = build_instances(config, SEED, 2, key=(1,))
@@ -251,8 +251,8 @@ def test_aggregate_noise_by_a_plain_loop():
     from cflbounds.algorithms.dsc import hierarchy
     from cflbounds.algorithms.dsc_grouping import Grouping, dsc_grouping
     from cflbounds.synthetic.wireless import make_wireless_layout, upload_noise_variance
-    from cflbounds.verify.dsc.accuracy import _aggregate_noise
-    from cflbounds.verify.dsc.experiment import draw_label_counts
+    from cflbounds.papers.dsc.accuracy import _aggregate_noise
+    from cflbounds.papers.dsc.experiment import draw_label_counts
 
     layout = make_wireless_layout(20, batch_size=2, seed=3)
     counts = draw_label_counts(np.random.default_rng(0), 20, 10)
@@ -281,8 +281,8 @@ def test_aggregate_noise_per_receiver_by_a_plain_loop():
     from cflbounds.algorithms.dsc import hierarchy
     from cflbounds.algorithms.dsc_grouping import Grouping, dsc_grouping
     from cflbounds.synthetic.wireless import make_wireless_layout, upload_noise_variance
-    from cflbounds.verify.dsc.accuracy import _aggregate_noise
-    from cflbounds.verify.dsc.experiment import draw_label_counts
+    from cflbounds.papers.dsc.accuracy import _aggregate_noise
+    from cflbounds.papers.dsc.experiment import draw_label_counts
 
     layout = make_wireless_layout(20, batch_size=2, seed=3)
     counts = draw_label_counts(np.random.default_rng(0), 20, 10)
@@ -308,7 +308,7 @@ def test_measured_rates_sit_next_to_a(verdicts, context):
     """Each E14 cell's measured rate is (mean over repetitions of F(w^T) - F* / (F(w^0) - F*))^(1/T),
     recomputed here from the run table; T1's points at t = T carry the same rate; the evidence
     counts the cells with 0 <= A < 1 whose measured rate exceeds A."""
-    from cflbounds.verify.dsc.experiment import dsc_experiment
+    from cflbounds.papers.dsc.experiment import dsc_experiment
 
     T = EXPERIMENT["smoke"]["iterations"]
     experiment = dsc_experiment(context)  # the shared measurements; tables saved by planted checks differ
@@ -333,7 +333,7 @@ def test_measured_rates_sit_next_to_a(verdicts, context):
 def test_grouping_convergence_is_in_the_evidence(verdicts, context):
     """Both stages of every instance's grouping: the counts in T1/E14 equal the instance table's,
     and the summary says when affinity propagation did not converge."""
-    from cflbounds.verify.dsc.experiment import dsc_experiment
+    from cflbounds.papers.dsc.experiment import dsc_experiment
 
     instances = dsc_experiment(context)["instances"]
     for claim in ("DSC.T1", "DSC.E14"):
@@ -352,7 +352,7 @@ def test_regression_family_is_two_label_mixtures_of_exact_least_squares():
     a client's Hessian is the count-weighted mean of its labels' X^T X / n, recomputed here from
     the raw data, and every client's least squares is the labels' shared optimum, so A4 can hold."""
     from cflbounds.synthetic.device_regression import make_device_regression
-    from cflbounds.verify.dsc.experiment import ProblemConfig, build_instances
+    from cflbounds.papers.dsc.experiment import ProblemConfig, build_instances
 
     config = ProblemConfig("regression", clients=6, d=3, labels=4, family="regression", label_samples=50)
     instances = build_instances(config, seed=3, count=2)

@@ -1,4 +1,4 @@
-"""CFL-MGD's falsifier domains (cflbounds.verify.cfl_mgd.domain): valid declarations, instances
+"""CFL-MGD's falsifier domains (cflbounds.papers.cfl_mgd.domain): valid declarations, instances
 that do not depend on their batch, agreement with closed forms and with the checks' own code,
 and what the search finds (MGD.L1: nothing at c1 = 128, a planted c1 = 1 refuted; MGD.L2:
 violated, by heavy-ball momentum)."""
@@ -15,10 +15,10 @@ from cflbounds.algorithms import ifca
 from cflbounds.falsify import falsify_claim, run
 from cflbounds.falsify.confirm import confirm
 from cflbounds.verify.claim import Claim
-from cflbounds.verify.cfl_mgd import checks
-from cflbounds.verify.cfl_mgd.domain import DELTA_MAX, l1_domain, l2_domain, placed_in_balls
-from cflbounds.verify.cfl_mgd.misassignment import cluster_estimates
-from cflbounds.verify.cfl_mgd.problems import Family, init_radius, placed_models
+from cflbounds.papers.cfl_mgd import checks
+from cflbounds.papers.cfl_mgd.domain import DELTA_MAX, l1_domain, l2_domain, placed_in_balls
+from cflbounds.papers.cfl_mgd.misassignment import cluster_estimates
+from cflbounds.papers.cfl_mgd.problems import Family, init_radius, placed_models
 from cflbounds.verify.context import VerifyContext
 from cflbounds.verify.domain import Instance
 from cflbounds.verify.registry import get_claim

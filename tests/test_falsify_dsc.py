@@ -20,7 +20,7 @@ from cflbounds.falsify.confirm import confirm
 from cflbounds.falsify.search import search
 from cflbounds.verify.claim import Claim
 from cflbounds.verify.context import VerifyContext
-from cflbounds.verify.dsc import domain as dsc_domain
+from cflbounds.papers.dsc import domain as dsc_domain
 from cflbounds.verify.registry import get_claim
 
 CTX = VerifyContext(seed=0)

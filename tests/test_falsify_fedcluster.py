@@ -20,7 +20,7 @@ from cflbounds.falsify.confirm import confirm
 from cflbounds.synthetic.heterogeneity import spread_at
 from cflbounds.verify.claim import Claim
 from cflbounds.verify.context import VerifyContext
-from cflbounds.verify.fedcluster import domain as fc_domain
+from cflbounds.papers.fedcluster import domain as fc_domain
 from cflbounds.verify.registry import get_claim
 
 CTX = VerifyContext(seed=0)

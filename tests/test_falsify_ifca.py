@@ -1,4 +1,4 @@
-"""IFCA's falsification domains (cflbounds.verify.ifca.domain): IFCA.A3-6's constants eta^2, v^2
+"""IFCA's falsification domains (cflbounds.papers.ifca.domain): IFCA.A3-6's constants eta^2, v^2
 and IFCA.T2c's one-step contraction; the other IFCA claims say why they have none."""
 from dataclasses import replace
 
@@ -12,8 +12,8 @@ from cflbounds.synthetic import make_mixed_linear_regression
 from cflbounds.synthetic.mixed_linear_regression import draw_ground_truth, gradient_variance, loss_variance
 from cflbounds.verify.context import VerifyContext
 from cflbounds.verify.domain import Domain
-from cflbounds.verify.ifca import CLAIMS
-from cflbounds.verify.ifca import domain as domains
+from cflbounds.papers.ifca import CLAIMS
+from cflbounds.papers.ifca import domain as domains
 from cflbounds.verify.registry import get_claim
 
 CTX = VerifyContext(seed=0, device="cpu")

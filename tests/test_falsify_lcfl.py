@@ -14,8 +14,8 @@ from cflbounds.falsify import run
 from cflbounds.falsify.records import read_counterexample, replay_counterexample, write_counterexample
 from cflbounds.falsify.run import falsify_claim
 from cflbounds.verify.context import VerifyContext
-from cflbounds.verify.lcfl import CLAIMS, domain
-from cflbounds.verify.lcfl.discrepancy import ROUNDING, pair_discrepancies
+from cflbounds.papers.lcfl import CLAIMS, domain
+from cflbounds.papers.lcfl.discrepancy import ROUNDING, pair_discrepancies
 from cflbounds.verify.registry import get_claim
 
 CTX = VerifyContext(seed=0)

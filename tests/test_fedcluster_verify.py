@@ -11,18 +11,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import cflbounds.verify.fedcluster.checks as fc_checks
+import cflbounds.papers.fedcluster.checks as fc_checks
 from cflbounds.bounds import fedcluster as fc_bounds
 from cflbounds.cli import main
 from cflbounds.reports.figures import plot_from_spec
 from cflbounds.verify import VERDICTS, Verdict, VerifyContext
-from cflbounds.verify.fedcluster.rates import _crossings, conditions_disclosure
+from cflbounds.papers.fedcluster.rates import _crossings, conditions_disclosure
 from cflbounds.algorithms.fedcluster import fedcluster
 from cflbounds.synthetic.heterogeneity import quadratic_spread_sup, spread_at
-from cflbounds.verify.fedcluster.rates import TRADEOFF_KINDS
+from cflbounds.papers.fedcluster.rates import TRADEOFF_KINDS
 from cflbounds.synthetic import make_quadratic_federation
 from cflbounds.synthetic.device_regression import make_device_regression
-from cflbounds.verify.fedcluster.runs import (
+from cflbounds.papers.fedcluster.runs import (
     IterateMonitor,
     RunSet,
     equal_weight_fixed_point,

@@ -1,4 +1,5 @@
-"""The package's import graph: no cycles, and the layering DESIGN.md states.
+"""The package's import graph has no cycles (its layers are import-linter's contracts:
+``tests/test_layers.py``).
 
 The graph is read from the source (ast), not from what an import happens to execute: one
 node per module of ``cflbounds/``, an edge for every import statement anywhere in it, a
@@ -12,8 +13,6 @@ from pathlib import Path
 import cflbounds
 
 PACKAGE = Path(cflbounds.__file__).parent
-# DESIGN.md, "Layout": cli -> reports -> verify -> sweeps -> algorithms -> synthetic
-LAYERS = ("cli", "reports", "verify", "sweeps", "algorithms", "synthetic")
 
 
 def _module_name(path: Path, root: Path) -> str:
@@ -86,25 +85,6 @@ def test_the_package_has_no_import_cycle():
     assert "cflbounds.algorithms.kernels" in graph and len(graph) > 50  # the walk found the package
     cycle = find_cycle(graph)
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
-
-
-def test_the_package_keeps_the_layering_of_the_design():
-    """DESIGN.md: cli -> reports -> verify -> sweeps -> algorithms -> synthetic; bounds depend
-    on nothing of the package but validation; algorithms never import bounds."""
-    def part(module):
-        return module.split(".")[1] if module.count(".") else ""
-
-    wrong = []
-    for module, targets in import_graph(PACKAGE).items():
-        for target in targets:
-            source, dest = part(module), part(target)
-            if source == dest:
-                continue
-            upward = source in LAYERS and dest in LAYERS and LAYERS.index(dest) < LAYERS.index(source)
-            bounds_leak = source == "bounds" and dest not in ("_validation", "")
-            if upward or bounds_leak or (source == "algorithms" and dest == "bounds"):
-                wrong.append(f"{module} -> {target}")
-    assert not wrong, wrong
 
 
 def test_a_planted_cycle_is_found_even_through_a_deferred_import(tmp_path):

@@ -28,10 +28,10 @@ from cflbounds.algorithms.ifca_models import _STREAM_IFCA_INIT
 from cflbounds.algorithms.small_models import BoundedLinear, SoftmaxRegression, initial_parameters
 from cflbounds.bounds import lcfl as bounds
 from cflbounds.synthetic import make_bounded_linear_clusters, make_digit_clients
-from cflbounds.verify.lcfl.checks import excess_loss_exact
+from cflbounds.papers.lcfl.checks import excess_loss_exact
 from cflbounds.verify.orderings import judge_ordering, orderings_verdict
-from cflbounds.verify.lcfl.rademacher import empirical_rademacher_linear, rademacher_linear
-from cflbounds.verify.recovery import adjusted_rand, matched_accuracy, normalized_mutual_info
+from cflbounds.papers.lcfl.rademacher import empirical_rademacher_linear, rademacher_linear
+from cflbounds.claims.recovery import adjusted_rand, matched_accuracy, normalized_mutual_info
 from cflbounds.verify.stats import mean_interval, paired_difference
 
 from conftest import examples

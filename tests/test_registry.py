@@ -33,7 +33,7 @@ def test_the_papers_come_through_the_entry_point_group():
     assert list(claims)[:2] == ["IFCA.A1", "IFCA.A2"] and list(claims)[-1] == "DSC.ACC"  # CLAIMS.md's order
     assert registry.plugin_problems() == []
     point, = [p for p in REAL_ENTRY_POINTS(group=registry.GROUP) if p.dist.metadata["Name"] == "cflbounds"]
-    assert point.value == "cflbounds.verify.papers:CLAIMS"
+    assert point.value == "cflbounds.papers:CLAIMS"
 
 
 def test_a_plugin_adds_its_claims_after_the_papers(plugins):

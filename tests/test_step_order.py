@@ -106,7 +106,7 @@ def test_run_fractions_count_only_the_runs_computed():
     one retired by its trial's success (counted: it ran), three never started (not counted)."""
     import pandas as pd
 
-    from cflbounds.verify.ifca.success import run_fractions
+    from cflbounds.papers.ifca.success import run_fractions
 
     rows = pd.DataFrame({"certified": ["", "", "stopped", "stopped", "stopped", "stopped"],
                          "retired_at": [-1, -1, 40, 0, 0, 0],

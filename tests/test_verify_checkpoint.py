@@ -4,8 +4,8 @@ import importlib
 import pandas as pd
 import pytest
 
-import cflbounds.verify.fedcluster.checks as fedcluster_checks
-import cflbounds.verify.fedcluster.rates as fedcluster_rates
+import cflbounds.papers.fedcluster.checks as fedcluster_checks
+import cflbounds.papers.fedcluster.rates as fedcluster_rates
 from cflbounds.verify import VerifyContext, verify_claims
 
 
@@ -87,8 +87,8 @@ def test_fc_h_stopped_half_way_resumes_from_its_finished_configurations(tmp_path
 
 
 @pytest.mark.parametrize("claim_id, module, function", [
-    ("DSC.E14", "cflbounds.verify.dsc.experiment", "run_configuration"),
-    ("MGD.L2", "cflbounds.verify.cfl_mgd.checks", "_one_step_table"),
+    ("DSC.E14", "cflbounds.papers.dsc.experiment", "run_configuration"),
+    ("MGD.L2", "cflbounds.papers.cfl_mgd.checks", "_one_step_table"),
 ])
 def test_a_checkpointed_claim_reads_its_configurations_back_unchanged(tmp_path, monkeypatch, claim_id, module,
                                                                       function):

@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import cflbounds.verify.ifca.theory as ifca_checks
+import cflbounds.papers.ifca.theory as ifca_checks
 from cflbounds.bounds import ifca as bounds
 from cflbounds.verify import PASSING, VERDICTS, Verdict, VerifyContext, assert_claim, assert_within_bound, verify
-from cflbounds.verify.ifca.success import monotonicity
+from cflbounds.papers.ifca.success import monotonicity
 from cflbounds.verify.run import implemented_claims, verify_claims
 
 

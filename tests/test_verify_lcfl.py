@@ -16,9 +16,9 @@ import pytest
 from cflbounds.bounds import lcfl as bounds
 from cflbounds.cli import main
 from cflbounds.verify import VerifyContext, verify_claims
-from cflbounds.verify.digits_runs import DIGITS, WARMUPS, digits_runs, warmup_options
-from cflbounds.verify.lcfl.accuracy import ORDERINGS_PER_MODEL, acc_judgments
-from cflbounds.verify.lcfl.discrepancy import discrepancy_experiment, judge_exceedance, t1_judgments, t1_verdict
+from cflbounds.papers.rotated_digits import DIGITS, WARMUPS, digits_runs, warmup_options
+from cflbounds.papers.lcfl.accuracy import ORDERINGS_PER_MODEL, acc_judgments
+from cflbounds.papers.lcfl.discrepancy import discrepancy_experiment, judge_exceedance, t1_judgments, t1_verdict
 from cflbounds.verify.orderings import orderings_verdict
 
 IDS = ["LCFL.E4", "LCFL.T1", "LCFL.E8", "LCFL.E9", "LCFL.ACC", "IFCA.TAB1"]

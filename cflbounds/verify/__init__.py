@@ -1,4 +1,5 @@
-"""Statistics, the claim registry, verdicts, each paper's checks and pytest helpers."""
+"""The engine: claim registry, runs, context, decision rules, statistics, verdicts, run records,
+progress and costs (the papers are in :mod:`cflbounds.papers`, a plugin like any other)."""
 from .context import SCALES, VerifyContext
 from .progress import run_display
 from .record import RunRecord, read_record

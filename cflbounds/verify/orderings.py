@@ -72,6 +72,8 @@ def judge_ordering(name: str, a, b, *, relation: str = ">=", tolerance: float = 
 
 
 def orderings_verdict(judgments) -> str:
+    """The verdict over several :class:`OrderingJudgment`: ``violated`` if any is contradicted,
+    ``holds`` if every one is consistent with its claim, ``inconclusive`` otherwise."""
     judgments = list(judgments)
     if any(j.status == "contradicted" for j in judgments):
         return "violated"

@@ -116,7 +116,7 @@ def _check_entries(path: Path, entries: list) -> None:
             raise _problem(path, f"{where} is {_json_type(entry)}, expected an object.")
         claim_id = entry.get("id")
         if not isinstance(claim_id, str) or not claim_id:
-            raise _problem(path, f"{where} has no 'id' (a claim ID such as 'IFCA.T1').")
+            raise _problem(path, f"{where} has no 'id' (a claim ID, PAPER.NAME).")
         if "verdict" not in entry:
             raise _problem(path, f"{where} ({claim_id}) has no 'verdict'.")
         if entry["verdict"] not in VERDICTS:
