@@ -17,8 +17,23 @@ A claim whose bound can be evaluated on one instance may also declare a :class:`
 admissible :class:`Parameter` ranges and assumptions, and an evaluation returning an
 :class:`Instance` per point): ``cflbounds falsify`` then searches it for the worst case.
 
-The five papers' claims are registered the same way from cflbounds' own ``pyproject.toml``.
-``examples/textbook/`` is a complete package to copy; ``docs/own-theorem.md`` walks through it.
+Helpers a check may use, the same ones the five papers' checks use:
+
+* :mod:`cflbounds.claims.stats`: Clopper-Pearson, Bonferroni, rate fits, Fisher, t intervals;
+* :mod:`cflbounds.claims.orderings`: claimed orderings of methods from paired runs;
+* :mod:`cflbounds.claims.assumptions`: a verdict from assumption inequalities on the problems used;
+* :mod:`cflbounds.claims.recovery`: how well a found clustering recovers the planted one (ARI,
+  NMI, matched accuracy);
+* ``RELATIVE_TOLERANCE``: the rounding allowance an :class:`Inequality` grants (relative to
+  its larger side).
+
+This package is the whole plugin API. The five papers (:mod:`cflbounds.papers`) are a plugin
+like any other: they import this package, ``cflbounds.algorithms``, ``cflbounds.bounds``,
+``cflbounds.synthetic`` and ``cflbounds.sweeps``, nothing of the engine (``cflbounds.verify``,
+``falsify``, ``reports``, ``cli``), and arrive through the same entry point from cflbounds' own
+``pyproject.toml`` (the import contracts in ``pyproject.toml``'s ``[tool.importlinter]``,
+checked by ``tests/test_layers.py``). ``examples/textbook/`` is a complete package to copy;
+``docs/own-theorem.md`` walks through it.
 """
 from .._validation import Interval, InvalidParameterError, Options, require, validate_params
 from ..bounds._report import RELATIVE_TOLERANCE, Inequality
@@ -31,6 +46,6 @@ from ..verify.verdict import Verdict
 from . import assumptions, orderings, recovery, stats
 
 __all__ = ["Claim", "ClaimError", "checkpoint_type", "Domain", "Inequality", "Instance", "Interval",
-           "InvalidParameterError", "Options", "Parameter",
+           "InvalidParameterError", "Options", "Parameter", "RELATIVE_TOLERANCE",
            "require", "rules", "validate_params", "VerifyContext", "Verdict",
-           "RELATIVE_TOLERANCE", "assumptions", "orderings", "recovery", "stats"]
+           "assumptions", "orderings", "recovery", "stats"]
