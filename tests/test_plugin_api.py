@@ -7,13 +7,14 @@ import itertools
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import cflbounds.claims as claims
 from cflbounds.claims import Inequality, VerifyContext
 from cflbounds.claims.assumptions import assumption_verdict, labelled, margin_plot, margins
 from cflbounds.claims.recovery import adjusted_rand, matched_accuracy, normalized_mutual_info, recovery_scores
+from conftest import examples
 
 MODULES = [claims, claims.stats, claims.orderings, claims.assumptions, claims.recovery]
 
@@ -46,14 +47,14 @@ def _brute_matched(truth, found):
     return best / len(truth)
 
 
-@settings(max_examples=60, deadline=None)
+@examples(60)
 @given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 3)), min_size=2, max_size=9))
 def test_matched_accuracy_is_the_best_one_to_one_map(pairs):
     truth, found = (np.array(column) for column in zip(*pairs))
     assert matched_accuracy(truth, found)[0] == pytest.approx(_brute_matched(list(truth), list(found)))
 
 
-@settings(max_examples=40, deadline=None)
+@examples(40)
 @given(st.lists(st.integers(0, 3), min_size=3, max_size=12), st.permutations(range(4)))
 def test_a_relabelled_partition_is_recovered_exactly(truth, relabel):
     truth = np.array(truth)
