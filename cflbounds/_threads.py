@@ -7,6 +7,14 @@ times slower than on 1 thread (benchmarks/bench_verify_load.py measures it). ``-
 judged from the machine's CPU time minus this process's (and its children's) over the last
 interval, and re-judged between claims. Results do not depend on the thread count: work
 whose kernels would round differently on another thread count runs in :func:`one_torch_thread`.
+
+The library does the same without the CLI (a notebook, the pytest plugin, a plugin's check):
+each batched computation (an algorithm's run, a claim's check, a domain's evaluation) runs in
+:func:`follow_load`, which gives torch at most the cores other processes leave free, judged
+over the interval since the last judgment (:func:`free_cores_now`), and gives the caller's
+count back after. ``CFLBOUNDS_THREADS=fixed`` in the environment (or an explicit ``--threads N``) keeps
+the count as set (by ``torch.set_num_threads`` or ``OMP_NUM_THREADS``) instead:
+:func:`follow_load` then changes nothing.
 """
 from __future__ import annotations
 
@@ -14,7 +22,8 @@ import contextlib
 import os
 import time
 
-__all__ = ["OtherLoad", "idle_cores", "ThreadGovernor", "one_torch_thread"]
+__all__ = ["OtherLoad", "idle_cores", "ThreadGovernor", "one_torch_thread", "follow_load", "free_cores_now",
+           "pin_threads"]
 
 MIN_TICKS = 20  # clock ticks (usually 1/100 s each) of all CPUs: the shortest interval judged
 
@@ -40,6 +49,11 @@ class OtherLoad:
 
     def __init__(self):
         self._last = self._sample()
+
+    @property
+    def measurable(self) -> bool:
+        """Whether the machine says how busy it is (``/proc/stat``)."""
+        return self._last is not None
 
     @staticmethod
     def _sample():
@@ -85,6 +99,7 @@ class ThreadGovernor:
         self._set(idle_cores(self.load) if self.auto else int(threads))
 
     def _set(self, count: int) -> None:
+        pin_threads(None if self.auto else count)  # an explicit count is kept: follow_load leaves it alone
         self._torch.set_num_threads(count)
         if not self.chosen or self.chosen[-1] != count:
             self.chosen.append(count)
@@ -114,6 +129,67 @@ def one_torch_thread():
         yield
         return
     torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+PIN_VARIABLE = "CFLBOUNDS_THREADS"  # "auto" (default): follow the load; "fixed": keep torch's count as set
+FIRST_WAIT = 0.3  # seconds the first judgment may wait for an interval long enough to judge (MIN_TICKS)
+_FOLLOWED = {"load": OtherLoad(), "free": None, "pinned": None}  # the interval starts when cflbounds loads
+
+
+def pin_threads(count: int | None) -> None:
+    """Keep torch's thread count as the caller sets it (``count``), or let :func:`follow_load`
+    follow the load again (None); ``CFLBOUNDS_THREADS=fixed`` in the environment keeps it too."""
+    _FOLLOWED["pinned"] = count
+
+
+def _pinned() -> bool:
+    setting = os.environ.get(PIN_VARIABLE, "auto")
+    if setting not in ("auto", "fixed"):
+        raise ValueError(f"{PIN_VARIABLE} must be 'auto' (follow the load, the default) or 'fixed' (keep torch's "
+                         f"thread count as set). Got {setting!r} instead.")
+    return _FOLLOWED["pinned"] is not None or setting == "fixed"
+
+
+def free_cores_now() -> int | None:
+    """The cores other processes left free since the last judgment (at least 1): the last
+    judgment again when too little time has passed to judge anew (under ``MIN_TICKS``, about
+    0.1 s on 2 CPUs). The first judgment of a process waits for that much time since cflbounds
+    was loaded, at most ``FIRST_WAIT`` seconds and usually not at all; None where the machine
+    does not say (no ``/proc/stat``)."""
+    load = _FOLLOWED["load"]
+    cores, waited = load.cores(), 0.0
+    while cores is None and _FOLLOWED["free"] is None and load.measurable and waited < FIRST_WAIT:
+        time.sleep(0.02)
+        waited += 0.02
+        cores = load.cores()
+    if cores is not None:
+        _FOLLOWED["free"] = max(1, (os.cpu_count() or 1) - round(cores))
+    return _FOLLOWED["free"]
+
+
+@contextlib.contextmanager
+def follow_load():
+    """Run the enclosed batched torch work on at most the cores other processes leave free
+    (:func:`free_cores_now`), then give the caller's count back (usable as a decorator).
+
+    torch's OpenMP threads spin while they wait for each other, so with another process on
+    one of two cores a 2-thread computation waits for a descheduled partner at every op and
+    runs several times slower than on the one free core (``benchmarks/bench_busy_core.py``
+    measures it). On a quiet machine the count is left as it is; the judgment reads
+    ``/proc/stat`` once (microseconds). Nothing changes when the count is pinned
+    (:func:`pin_threads`, ``CFLBOUNDS_THREADS=fixed``, ``--threads N``) or the machine does not say."""
+    import torch
+
+    free = None if _pinned() else free_cores_now()
+    threads = torch.get_num_threads()
+    if free is None or free >= threads:
+        yield
+        return
+    torch.set_num_threads(free)
     try:
         yield
     finally:

@@ -79,7 +79,9 @@ def single_torch_thread():
     7-50x slower, a Fig. 2 cell 0.3 s vs 17 s) while the results are bit-identical.
     The CLI's ``--threads auto`` (its default) would change it mid-session when a test runs a
     command in-process, so the CLI's thread governor records its choice without applying it
-    (tests of the thread setting record torch's calls with their own monkeypatch). torch's own
+    (tests of the thread setting record torch's calls with their own monkeypatch), and the
+    library's own load following (``cflbounds._threads.follow_load``) is off
+    (``CFLBOUNDS_THREADS=fixed``; its tests turn it on). torch's own
     ``set_num_threads`` stays real: ``cflbounds._threads.one_torch_thread`` must reach one
     thread for the work whose stored digits would follow the count (with it a no-op, a session
     at ``CFLBOUNDS_TEST_THREADS=2`` stored other certificate intervals than a 1-CPU Ray task).
@@ -94,6 +96,7 @@ def single_torch_thread():
     torch.set_num_threads(threads or 1)
     with pytest.MonkeyPatch.context() as patch, contextlib.ExitStack() as limits:
         patch.setattr(ThreadGovernor, "_set", _record_only)
+        patch.setenv("CFLBOUNDS_THREADS", "fixed")  # the library keeps the session's count too (follow_load)
         if threads is not None:
             import scipy.linalg  # noqa: F401  (scipy's own BLAS loaded, so that the limit reaches it)
             from threadpoolctl import threadpool_limits

@@ -43,6 +43,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from .._threads import follow_load
 from .._validation import ArrayLike, Boolean, Constraint, Interval, NoneOK, Options, require, validate_params
 from ..synthetic.counter_random import counter_hash, counter_normal
 from ..synthetic.wireless import WirelessLayout, upload_noise_variance
@@ -180,6 +181,7 @@ _STEPS = Constraint(lambda v: ArrayLike.is_satisfied_by(v) and np.ndim(v) <= 2 a
     "record": [Boolean],
     "noise_reading": [Options(NOISE_READINGS)],
 })
+@follow_load()
 def hierarchical_descent(gradients: Callable, initial: torch.Tensor, tree: Hierarchy, *, step_sizes, iterations: int,
                          seeds, weighting: str = "angle", alpha: float = 1.0, loss: Callable | None = None,
                          stream: int = 0, record: bool = True, noise_reading: str = "per-upload") -> DescentTrace:

@@ -41,6 +41,7 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 
+from .._threads import follow_load
 from .._validation import ArrayLike, Boolean, Constraint, Interval, NoneOK, Options, require, validate_params
 from ..synthetic.counter_random import counter_hash, counter_uniform
 
@@ -102,6 +103,7 @@ _COUNT = [Interval(Integral, 1, None, closed="left")]
     "seed": [Interval(Integral, 0, None, closed="left")],
     "record_orders": [Boolean],
 })
+@follow_load()
 def fedcluster(problem, membership, *, rounds: int, local_steps: int, step_sizes, init, schedule: str = "constant",
                participation: float = 1.0, partial_weights: str = "renormalized", reshuffle: bool = True,
                monitor: Callable | None = None, seed: int = 0, record_orders: bool = False) -> FedClusterTrace:

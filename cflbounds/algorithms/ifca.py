@@ -31,6 +31,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from .._threads import follow_load
 from .._validation import (
     ArrayLike,
     Boolean,
@@ -177,6 +178,7 @@ def ifca(
                       monitor_every=monitor_every, config=config)
 
 
+@follow_load()
 def run_rounds(problem, kernel, aggregation: Aggregation, *, k, iterations, steps, betas, restarts, init_models,
                resample, n_prime, participation, seed, record_assignments, monitor, monitor_every, config,
                record_models=False) -> ClusteringTrace:

@@ -24,6 +24,7 @@ from numbers import Integral
 import numpy as np
 import torch
 
+from .._threads import follow_load
 from .._validation import Interval, Options, require, validate_params
 from ..synthetic.client_data import ClientData
 from .federated import (
@@ -69,6 +70,7 @@ def _scores(model, models, train, test):
 
 @validate_params({**TRAINING_CONSTRAINTS, "k": [Interval(Integral, 1, None, closed="left")],
                   "aggregation": [Options(("model", "gradient"))]})
+@follow_load()
 def ifca_models(model, train: ClientData, test: ClientData, *, seeds, k: int = 4, rounds: int = 20,
                 local_steps: int = 10, step_size: float = 0.1, decay: float = 1.0, batch_size: int | None = None,
                 aggregation: str = "model", eval_every: int = 1) -> IfcaModelsTrace:

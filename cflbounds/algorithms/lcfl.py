@@ -28,6 +28,7 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 
+from .._threads import follow_load
 from .._validation import Interval, NoneOK, Options, require, validate_params
 from ..synthetic.client_data import ClientData
 from .baselines import FEDAVG_STREAM, common_initial_model
@@ -119,6 +120,7 @@ def client_distance_matrix(model, models: torch.Tensor, train: ClientData, metri
     "dbscan_percentile": [Interval(Real, 0, 100, closed="right")],
     "dbscan_min_samples": [Interval(Integral, 1, None, closed="left")],
 })
+@follow_load()
 def lcfl(model, train: ClientData, test: ClientData, *, seeds, k: int | None = 4, metric: str = "loss",
          clustering: str = "kmedoids", warmup: str = "local", warmup_steps: int = 10, warmup_rounds: int = 5,
          init: str = "independent", cluster_init: str = "warmup-mean", rounds: int = 20, local_steps: int = 10,

@@ -140,7 +140,7 @@ def threads_help(when: str) -> str:
             "benchmarks/bench_verify_load.py), or a number from 1 to the CPU count; results do not depend on it")
 
 
-THREADS_HELP = threads_help("when the run starts and again between claims")
+THREADS_HELP = threads_help("when the run starts, between claims and at each batched computation")
 
 
 def thread_count(text: str):

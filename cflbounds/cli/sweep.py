@@ -67,7 +67,7 @@ def add_parser(commands) -> None:
     option("--device", choices=("auto", "cpu", "cuda"), default="auto",
            help="where the runs compute: auto = CUDA when present, else CPU (default: auto)")
     option("--threads", type=thread_count, default="auto", metavar="auto|N",
-           help=threads_help("once, when the sweep starts"))
+           help=threads_help("when the sweep starts and at each batch of trials"))
 
 
 def run(args) -> int:

@@ -41,6 +41,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from .._threads import follow_load
 from ..bounds._report import _RELATIONS
 from .domain import Domain, Instance
 from .failure import ContractError
@@ -59,7 +60,8 @@ MEAN_TOLERANCE = 1e-5
 def checked_evaluate(domain: Domain, points: list, seeds: list, ctx, claim: str = "this claim") -> list[Instance]:
     """``domain.evaluate(points, seeds, ctx)``, its result checked against the contract
     (module docstring); raises :class:`ContractError` naming ``claim`` and the broken rule."""
-    instances = domain.evaluate(list(points), list(seeds), ctx)
+    with follow_load():  # at most the cores other processes leave free (cflbounds._threads)
+        instances = domain.evaluate(list(points), list(seeds), ctx)
     with _returned_by(domain.evaluate):
         return check_instances(domain, points, instances, claim)
 

@@ -6,6 +6,7 @@ import time
 from numbers import Integral
 from typing import Callable
 
+from .._threads import follow_load
 from .._torch import DEVICES, resolve_device
 from .._validation import Boolean, Constraint, Interval, InvalidParameterError, NoneOK, Options, validate_params
 from ..sweeps.executors import EXECUTORS
@@ -60,7 +61,8 @@ def _check(claim_id: str, context: VerifyContext, raise_errors: bool = False,
     started = time.perf_counter()
     with context.checking(claim_id, claim.package) as tables:
         try:
-            verdict = claim.check(context)
+            with follow_load():  # at most the cores other processes leave free (cflbounds._threads)
+                verdict = claim.check(context)
             _check_returned(claim, verdict)
         except CONTAINED as error:
             if raise_errors:
