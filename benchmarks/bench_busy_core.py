@@ -107,16 +107,23 @@ def run_once(workload: str, setting: str, argument: int) -> tuple[float, float, 
 def judgment_seconds(repeats: int = 20000) -> float:
     """Seconds one ``follow_load()`` costs on this machine when it changes nothing (a quiet
     machine: one /proc/stat read and the comparison), in this process."""
-    os.environ.pop("CFLBOUNDS_THREADS", None)
     from cflbounds._threads import follow_load
 
-    with follow_load():  # the first judgment (it may wait for an interval)
-        pass
-    start = time.perf_counter()
-    for _ in range(repeats):
-        with follow_load():
+    saved = os.environ.get("CFLBOUNDS_THREADS")
+    os.environ["CFLBOUNDS_THREADS"] = "auto"
+    try:
+        with follow_load():  # the first judgment (it may wait for an interval)
             pass
-    return (time.perf_counter() - start) / repeats
+        start = time.perf_counter()
+        for _ in range(repeats):
+            with follow_load():
+                pass
+        return (time.perf_counter() - start) / repeats
+    finally:
+        if saved is None:
+            del os.environ["CFLBOUNDS_THREADS"]
+        else:
+            os.environ["CFLBOUNDS_THREADS"] = saved
 
 
 def _spin() -> None:  # the busy neighbour

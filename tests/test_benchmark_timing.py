@@ -3,6 +3,7 @@ the work it names, inside the product's own calls: bench_certificate.py and benc
 print the certificate's share and its floor from these counters."""
 from __future__ import annotations
 
+import os
 import time
 
 from cflbounds.sweeps import ifca_fig2
@@ -31,3 +32,15 @@ def test_timed_certificate_counts_its_floor_inside_the_product(monkeypatch):
     assert timed.floor_seconds(cholesky) == timed.gram_seconds + timed.machine_gram_seconds + timed.blocks * cholesky
     timed.reset()
     assert (timed.seconds, timed.gram_seconds, timed.machine_gram_seconds, timed.blocks) == (0, 0, 0, 0)
+
+
+def test_bench_busy_core_counts_the_judgments_of_the_default_only():
+    """bench_busy_core.py bounds the quiet cost of following the load by the judgments a run
+    makes: the default judges (each batched computation reads /proc/stat), torch's own fixed
+    count never does; each run in a fresh process, as the script runs it."""
+    bench = load_benchmark("bench_busy_core")
+    measure, _, judgments = bench.run_once("falsify FC.H s", "default", 2)
+    assert measure > 0 and judgments >= 1
+    assert bench.run_once("falsify FC.H s", "fixed", 2)[2] == 0
+    assert bench.judgment_seconds(50) > 0
+    assert os.environ["CFLBOUNDS_THREADS"] == "fixed"  # the session's setting is given back
