@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import cflbounds._threads as threads_module
+from cflbounds import InvalidParameterError
 from cflbounds._threads import follow_load, pin_threads
 
 REAL_CORES = threads_module.OtherLoad.cores  # before a fixture fakes it
@@ -111,10 +112,18 @@ def test_a_governor_with_a_count_pins_it_and_auto_follows_again(machine, monkeyp
 
 
 @pytest.mark.parametrize("value", ["2", "Fixed", "", "off"])
-def test_a_bad_setting_is_one_clear_error(machine, monkeypatch, value):
+def test_a_bad_setting_is_one_clear_error(machine, monkeypatch, capsys, tmp_path, value):
+    """From the library at the first batched computation; from the CLI before any work, in one line."""
+    from cflbounds.cli import main
+
     monkeypatch.setenv("CFLBOUNDS_THREADS", value)
-    with pytest.raises(ValueError, match=r"CFLBOUNDS_THREADS must be 'auto' .* or 'fixed' .* Got " + repr(value)):
+    with pytest.raises(InvalidParameterError, match=r"CFLBOUNDS_THREADS must be 'auto' .* or 'fixed' .* Got "
+                       + repr(value)):
         _inside(machine)
+    assert main(["verify", "IFCA.A2", "--scale", "smoke", "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("cflbounds: error: The environment variable CFLBOUNDS_THREADS must be") and err.count("\n") == 1
+    assert not (tmp_path / "run").exists()
 
 
 def test_the_count_is_given_back_when_the_work_raises(machine):
