@@ -24,7 +24,7 @@ import time
 
 from ._validation import InvalidParameterError
 
-__all__ = ["OtherLoad", "idle_cores", "ThreadGovernor", "one_torch_thread", "follow_load", "free_cores_now",
+__all__ = ["OtherLoad", "ThreadGovernor", "one_torch_thread", "follow_load", "free_cores_now",
            "pin_threads"]
 
 MIN_TICKS = 20  # clock ticks (usually 1/100 s each) of all CPUs: the shortest interval judged
@@ -77,39 +77,34 @@ class OtherLoad:
         return max(0.0, (busy - own) / total * (os.cpu_count() or 1))
 
 
-def idle_cores(load: OtherLoad, settle: float = 0.25) -> int:
-    """The cores other processes leave free (at least 1), judged over the interval since the
-    last call, or over ``settle`` seconds if no interval has passed yet."""
-    cpus = os.cpu_count() or 1
-    cores = load.cores()
-    if cores is None:
-        time.sleep(settle)
-        cores = load.cores()
-    return cpus if cores is None else max(1, cpus - round(cores))
-
-
 class ThreadGovernor:
-    """``--threads``: a fixed count, or ``"auto"``: torch gets :func:`idle_cores` now and again
-    at each :meth:`adjust` (between claims), so a neighbour that starts or stops mid-run is
-    followed. ``chosen`` lists the counts used, for the run's metadata."""
+    """``--threads``: a fixed count, or ``"auto"``: torch gets :func:`free_cores_now` (all the
+    cores when the machine does not say) now and again at each :meth:`adjust` (between claims),
+    so a neighbour that starts or stops mid-run is followed. ``chosen`` lists the counts used,
+    for the run's metadata."""
 
     def __init__(self, threads: int | str):
         import torch
 
-        _pinned()  # a bad CFLBOUNDS_THREADS is one line before any work
-        self.auto, self.load, self.chosen = threads == "auto", OtherLoad(), []
+        _setting()  # a bad CFLBOUNDS_THREADS is one line before any work
+        self.auto, self.chosen = threads == "auto", []
         self._torch = torch
-        self._set(idle_cores(self.load) if self.auto else int(threads))
+        self._set(self._free() if self.auto else int(threads))
+
+    @staticmethod
+    def _free() -> int:
+        free = free_cores_now()
+        return (os.cpu_count() or 1) if free is None else free
 
     def _set(self, count: int) -> None:
-        pin_threads(None if self.auto else count)  # an explicit count is kept: follow_load leaves it alone
+        pin_threads(not self.auto)  # an explicit count is kept: follow_load leaves it alone
         self._torch.set_num_threads(count)
         if not self.chosen or self.chosen[-1] != count:
             self.chosen.append(count)
 
     def adjust(self) -> None:
         if self.auto:
-            self._set(idle_cores(self.load))
+            self._set(self._free())
 
 
 @contextlib.contextmanager
@@ -140,21 +135,26 @@ def one_torch_thread():
 
 PIN_VARIABLE = "CFLBOUNDS_THREADS"  # "auto" (default): follow the load; "fixed": keep torch's count as set
 FIRST_WAIT = 0.3  # seconds the first judgment may wait for an interval long enough to judge (MIN_TICKS)
-_FOLLOWED = {"load": OtherLoad(), "free": None, "pinned": None}  # the interval starts when cflbounds loads
+_FOLLOWED = {"load": OtherLoad(), "free": None, "pinned": False}  # the interval starts when cflbounds loads
 
 
-def pin_threads(count: int | None) -> None:
-    """Keep torch's thread count as the caller sets it (``count``), or let :func:`follow_load`
-    follow the load again (None); ``CFLBOUNDS_THREADS=fixed`` in the environment keeps it too."""
-    _FOLLOWED["pinned"] = count
+def pin_threads(pinned: bool) -> None:
+    """Keep torch's thread count as the caller sets it (True), or let :func:`follow_load` follow
+    the load again (False); ``CFLBOUNDS_THREADS=fixed`` in the environment keeps it too."""
+    _FOLLOWED["pinned"] = pinned
 
 
-def _pinned() -> bool:
+def _setting() -> str:
+    """``CFLBOUNDS_THREADS``: ``"auto"`` (unset) or ``"fixed"``; anything else is an error."""
     setting = os.environ.get(PIN_VARIABLE, "auto")
     if setting not in ("auto", "fixed"):
         raise InvalidParameterError(f"The environment variable {PIN_VARIABLE} must be 'auto' (follow the load, the "
                                     f"default) or 'fixed' (keep torch's thread count as set). Got {setting!r} instead.")
-    return _FOLLOWED["pinned"] is not None or setting == "fixed"
+    return setting
+
+
+def _pinned() -> bool:
+    return _setting() == "fixed" or _FOLLOWED["pinned"]
 
 
 def free_cores_now() -> int | None:

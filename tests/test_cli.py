@@ -222,7 +222,8 @@ def test_auto_threads_leave_the_cores_others_use(monkeypatch, others, expected):
     chosen = []
     monkeypatch.setattr(torch, "set_num_threads", chosen.append)
     monkeypatch.setattr(threads_module.ThreadGovernor, "_set", GOVERNOR_SET)  # the session records only
-    monkeypatch.setitem(threads_module._FOLLOWED, "pinned", None)  # the governor pins a count given: undone after
+    monkeypatch.setitem(threads_module._FOLLOWED, "pinned", False)  # the governor pins a count given: undone after
+    monkeypatch.setitem(threads_module._FOLLOWED, "free", None)  # the governor's judgments: undone after
     governor = threads_module.ThreadGovernor("auto")
     governor.adjust()  # the neighbour has gone
     assert chosen == [expected, 2] and governor.chosen == ([2] if expected == 2 else [1, 2])

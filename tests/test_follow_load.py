@@ -38,8 +38,8 @@ def machine(monkeypatch):
     monkeypatch.setattr(threads_module.OtherLoad, "cores", lambda self: state.others)
     monkeypatch.setattr(torch, "get_num_threads", lambda: state.threads)
     monkeypatch.setattr(torch, "set_num_threads", set_threads)
-    for key in ("pinned", "free"):
-        monkeypatch.setitem(threads_module._FOLLOWED, key, None)
+    monkeypatch.setitem(threads_module._FOLLOWED, "pinned", False)
+    monkeypatch.setitem(threads_module._FOLLOWED, "free", None)
     monkeypatch.setitem(threads_module._FOLLOWED, "load", threads_module.OtherLoad())
     return state
 
@@ -92,9 +92,9 @@ def test_a_machine_that_does_not_say_is_left_alone_without_waiting(machine, monk
 
 def test_a_pinned_count_is_left_alone(machine, monkeypatch):
     machine.others = 1.0
-    pin_threads(2)
+    pin_threads(True)
     assert _inside(machine) == 2
-    pin_threads(None)
+    pin_threads(False)
     assert _inside(machine) == 1
     monkeypatch.setenv("CFLBOUNDS_THREADS", "fixed")
     assert _inside(machine) == 2 and machine.calls == [1, 2]
@@ -108,7 +108,7 @@ def test_a_governor_with_a_count_pins_it_and_auto_follows_again(machine, monkeyp
     threads_module.ThreadGovernor(2)  # --threads 2
     assert _inside(machine) == 2
     threads_module.ThreadGovernor("auto")  # --threads auto: 1 now, and followed
-    assert threads_module._FOLLOWED["pinned"] is None
+    assert threads_module._FOLLOWED["pinned"] is False
 
 
 @pytest.mark.parametrize("value", ["2", "Fixed", "", "off"])
@@ -122,7 +122,8 @@ def test_a_bad_setting_is_one_clear_error(machine, monkeypatch, capsys, tmp_path
         _inside(machine)
     assert main(["verify", "IFCA.A2", "--scale", "smoke", "--out", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("cflbounds: error: The environment variable CFLBOUNDS_THREADS must be") and err.count("\n") == 1
+    assert err.startswith("cflbounds: error: The environment variable CFLBOUNDS_THREADS must be")
+    assert err.count("\n") == 1
     assert not (tmp_path / "run").exists()
 
 
