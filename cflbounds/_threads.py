@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from ._validation import InvalidParameterError
 
-__all__ = ["OtherLoad", "ThreadGovernor", "one_torch_thread", "follow_load", "free_cores_now",
-           "pin_threads"]
+__all__ = ["OtherLoad", "ThreadGovernor", "one_torch_thread", "on_one_thread_each", "follow_load",
+           "free_cores_now", "pin_threads"]
 
 MIN_TICKS = 20  # clock ticks (usually 1/100 s each) of all CPUs: the shortest interval judged
 
@@ -107,6 +109,10 @@ class ThreadGovernor:
             self._set(self._free())
 
 
+_CALLER = {"threads": None}  # torch's count outside the outermost one_torch_thread, while inside it
+_WORKER = threading.local()  # .busy: this thread runs an item of on_one_thread_each
+
+
 @contextlib.contextmanager
 def one_torch_thread():
     """Run the enclosed torch work on one intra-op thread, then give the caller's count back
@@ -119,7 +125,8 @@ def one_torch_thread():
     and the executor (a Ray task computes on one CPU). On one thread every kernel is the same
     code whatever the caller's count, so the result depends on the inputs alone (on one CPU
     type: another CPU's kernels may round otherwise). Cost: the enclosed work loses its
-    parallelism; switching costs about a microsecond."""
+    parallelism (:func:`on_one_thread_each` gives it back for independent pieces); switching
+    costs about a microsecond."""
     import torch
 
     threads = torch.get_num_threads()
@@ -127,10 +134,41 @@ def one_torch_thread():
         yield
         return
     torch.set_num_threads(1)
+    _CALLER["threads"] = threads
     try:
         yield
     finally:
+        _CALLER["threads"] = None
         torch.set_num_threads(threads)
+
+
+def on_one_thread_each(function, items) -> list:
+    """``[function(item) for item in items]``, up to the caller's torch thread count of items at
+    once, each on its own Python thread computing on one intra-op thread.
+
+    The parallelism :func:`one_torch_thread` gives up, back for independent pieces of work
+    whose numbers are stored: every item is computed by the same single-threaded kernels as in
+    a serial loop on one thread, so every result is bitwise the same whatever the thread count,
+    and only the wall time changes (torch's kernels release the GIL). The caller's count is
+    the one outside :func:`one_torch_thread` if called inside it, so ``--threads 1`` or a Ray
+    task of one CPU runs the items in order. ``function`` must not write what another item
+    reads; the items are split the same way whatever the count, by the caller. Called from an
+    item, it runs its own items in order. An item's exception is raised once all have ended."""
+    import torch
+
+    items = list(items)
+    workers = 1 if getattr(_WORKER, "busy", False) else min(len(items), _CALLER["threads"] or torch.get_num_threads())
+    with one_torch_thread():
+        if workers < 2:
+            return [function(item) for item in items]
+
+        def item_on_one_thread(item):
+            _WORKER.busy = True
+            torch.set_num_threads(1)  # this OS thread's own OpenMP count (the global one is 1 already)
+            return function(item)
+
+        with ThreadPoolExecutor(workers, thread_name_prefix="cflbounds-one-thread") as pool:
+            return list(pool.map(item_on_one_thread, items))
 
 
 PIN_VARIABLE = "CFLBOUNDS_THREADS"  # "auto" (default): follow the load; "fixed": keep torch's count as set

@@ -161,11 +161,11 @@ class FinalDistanceCertificate:
         d = self.theta_star.shape[-1]
         fixed = torch.zeros(k, d, dtype=torch.float64, device=quadratics.features.device)
         errors, factors = np.zeros(k), np.ones(k)
-        for j in np.flatnonzero(chosen):
-            mask = partition == j
-            factor = quadratics.contraction(mask, step)
-            if factor is None:
-                return None
+        masks = [partition == j for j in np.flatnonzero(chosen)]
+        contractions = quadratics.contractions(masks, step)  # the chosen models' quadratics at once
+        if None in contractions:
+            return None
+        for j, mask, factor in zip(np.flatnonzero(chosen), masks, contractions):
             quadratic = quadratics.quadratic(mask)
             fixed[j], errors[j], factors[j] = quadratic.fixed, quadratic.fixed_error, factor
         distance = self._distance(problem, fixed) if chosen.all() else None

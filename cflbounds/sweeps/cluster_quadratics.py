@@ -31,8 +31,13 @@ Threads. Every public method computes on one torch thread (:func:`cflbounds._thr
 the Grams' chunk products, the Cholesky factorisations and the residuals' mat-vecs round
 differently on two threads than on one, and these numbers end in the stored rows (the
 certificate's ``final_lower``, ``final_upper``), which must not depend on ``--threads`` or the
-executor. At paper size this makes the certificate's Gram matrices about twice as slow on two
-threads (docs/performance.md, "The early-exit certificate").
+executor. The cores come back through independent pieces run at once, each on one thread
+(:func:`cflbounds._threads.on_one_thread_each`), split the same way whatever the thread count:
+a Gram's ``_GRAM_BLOCKS`` row blocks, the per-machine work in ``_MACHINE_GROUPS`` groups (the
+float64 copy, residuals, spectral norms), and the quadratics of a partition's machine sets
+(:meth:`ClusterQuadratics.contractions`). Every number is the serial one, bit for bit. At paper
+size on 2 threads this took the certificate from 3.4-3.5 s to 2.3 s on the benchmark cells
+(docs/performance.md, "The early-exit certificate").
 """
 from __future__ import annotations
 
@@ -41,12 +46,13 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
-from .._threads import one_torch_thread
+from .._threads import on_one_thread_each, one_torch_thread
 from .spectral_bounds import extreme_quotients, gamma, gershgorin_upper, lower_bound, upper_bound
 
 __all__ = ["ClusterQuadratic", "ClusterQuadratics"]
 
-_GRAM_BLOCKS = 10
+_GRAM_BLOCKS = 10  # a Gram's lower triangle in this many row blocks, one thread each
+_MACHINE_GROUPS = 4  # per-machine work (the float64 copy, residuals, spectral norms) in this many groups, one thread each
 # points per chunk of a float32 Gram: its rounding bound gamma_256 trace is 4.9 % of lambda_min at
 # paper size (trace / lambda_min = 3200); 128 points would halve that and take 1.4x the time
 # (104 against 74 ms per true cluster at one thread, float64: 133 ms)
@@ -111,10 +117,18 @@ class ClusterQuadratics:
             self._sorted = features
         else:
             self._sorted = features.index_select(0, torch.as_tensor(order, device=features.device))
-        self._points = self._sorted.double()
-        self._traces = torch.linalg.vector_norm(self._points, dim=(1, 2)).square()[self._unsort].cpu().numpy()  # ||X_i||_F^2
         self._sorted_responses = self.responses[torch.as_tensor(order, device=features.device)]
-        self._offsets = torch.matmul(self._sorted_responses[:, None, :], self._points)[:, 0][self._unsort]  # X_i^T y_i
+        self._points = torch.empty(self._sorted.shape, dtype=torch.float64, device=features.device)
+
+        def copy(span):  # a group of machines' float64 points (fresh memory: its page faults too), ||X_i||_F^2, X_i^T y_i
+            points = self._points[span[0]:span[1]]
+            points.copy_(self._sorted[span[0]:span[1]])
+            return (torch.linalg.vector_norm(points, dim=(1, 2)).square(),
+                    torch.matmul(self._sorted_responses[span[0]:span[1], None, :], points)[:, 0])
+
+        traces, offsets = zip(*on_one_thread_each(copy, _spans(m, _MACHINE_GROUPS)))
+        self._traces = torch.cat(traces)[self._unsort].cpu().numpy()
+        self._offsets = torch.cat(offsets)[self._unsort]
         self._members = [(cluster, self.membership == cluster) for cluster in np.unique(self.membership)]
         self._blocks: dict[int, torch.Tensor] = {}  # true cluster -> its Gram matrix
         self._quadratics: dict[bytes, ClusterQuadratic | None] = {}
@@ -142,15 +156,19 @@ class ClusterQuadratics:
         whole = count - count % _CHUNK_POINTS
         chunks = x[:whole].reshape(-1, _CHUNK_POINTS, d)
         gram = torch.empty(d, d, dtype=torch.float64, device=x.device)
-        edges = [round(i * d / _GRAM_BLOCKS) for i in range(_GRAM_BLOCKS + 1)]
-        for start, stop in zip(edges[:-1], edges[1:]):
+
+        def rows(span):  # rows start:stop of the lower triangle; the spans write disjoint rows
+            start, stop = span
             block = torch.bmm(chunks[:, :, start:stop].transpose(1, 2), chunks[:, :, :stop]).sum(0, dtype=torch.float64)
             if whole < count:
                 block += (x[whole:, start:stop].T @ x[whole:, :stop]).double()
             gram[start:stop, :stop] = block
             diagonal = gram[start:stop, start:stop]
             diagonal.copy_(diagonal.tril() + diagonal.tril(-1).T)  # exactly symmetric
-        for start, stop in zip(edges[:-1], edges[1:]):
+
+        spans = _spans(d, _GRAM_BLOCKS)
+        on_one_thread_each(rows, spans[::-1])  # the widest first: the threads end together
+        for start, stop in spans:
             gram[start:stop, stop:] = gram[stop:, start:stop].T
         return gram
 
@@ -214,8 +232,20 @@ class ClusterQuadratics:
         """The largest :meth:`contraction` at ``step`` over the true clusters' quadratics: how fast
         a run holding the true partition approaches its fixed points (None: some cluster does
         not contract)."""
-        factors = [self.contraction(members, step) for _, members in self._members]
+        factors = self.contractions([members for _, members in self._members], step)
         return None if None in factors else max(factors)
+
+    def contractions(self, masks: list[np.ndarray], step: float) -> list[float | None]:
+        """:meth:`contraction` of each of ``masks`` (distinct) at ``step``, every one computed
+        whatever the others give, each on its own thread
+        (:func:`~cflbounds._threads.on_one_thread_each`: the same numbers as one by one); the
+        true clusters' Gram matrices they need first, each on every thread."""
+        for mask in masks:
+            if mask.tobytes() not in self._quadratics:
+                for cluster, from_block, _ in self._parts(mask):
+                    if from_block:
+                        self._block(cluster)  # the solves below only read the blocks
+        return on_one_thread_each(lambda mask: self.contraction(mask, step), masks)
 
     @one_torch_thread()
     def contraction(self, mask: np.ndarray, step: float) -> float | None:
@@ -280,8 +310,16 @@ class ClusterQuadratics:
         return gradient, 2 * rounding
 
     def _residual_matrix(self, model: torch.Tensor) -> torch.Tensor:
-        """``X_i model - y_i`` of every machine, ``(m, n)`` in the copy's order (by true cluster)."""
-        return torch.matmul(self._points, model) - self._sorted_responses
+        """``X_i model - y_i`` of every machine, ``(m, n)`` in the copy's order (by true cluster), in
+        ``_MACHINE_GROUPS`` groups of machines, one thread each."""
+        residuals = torch.empty(self._sorted_responses.shape, dtype=torch.float64, device=model.device)
+
+        def rows(span):
+            torch.sub(torch.matmul(self._points[span[0]:span[1]], model), self._sorted_responses[span[0]:span[1]],
+                      out=residuals[span[0]:span[1]])
+
+        on_one_thread_each(rows, _spans(residuals.shape[0], _MACHINE_GROUPS))
+        return residuals
 
     @one_torch_thread()
     def residual_norms(self, model: torch.Tensor, residuals: torch.Tensor | None = None) -> np.ndarray:
@@ -299,11 +337,17 @@ class ClusterQuadratics:
         """Certified upper bounds on ``||X_i||_2`` for every machine: the largest eigenvalue of each
         machine's :meth:`_machine_grams` bounded by a Cholesky test in float64, placed by
         ``eigvalsh`` in the Grams' own dtype (an estimate: ``min(n, d)``-sized matrices, where it
-        places the tests best, in half Lanczos' time at paper size)."""
+        places the tests best, in half Lanczos' time at paper size); in ``_MACHINE_GROUPS`` fixed
+        groups of machines, one thread each."""
         if self._spectral is None:
             gram, error = self._machine_grams()
-            estimate = torch.linalg.eigvalsh(gram)[..., -1].double()
-            upper = upper_bound(gram.double(), error, estimate)
+
+            def bound(span):
+                grams = gram[span[0]:span[1]]
+                estimate = torch.linalg.eigvalsh(grams)[..., -1].double()
+                return upper_bound(grams.double(), error[span[0]:span[1]], estimate)
+
+            upper = torch.cat(on_one_thread_each(bound, _spans(gram.shape[0], _MACHINE_GROUPS)))
             self._spectral = upper.clamp(min=0).sqrt().cpu().numpy()
         return self._spectral
 
@@ -311,8 +355,21 @@ class ClusterQuadratics:
         """Each machine's smaller Gram side, ``X_i X_i^T`` or ``X_i^T X_i``, in the features' own
         dtype (float32 in the protocol: half the float64 time), and a bound on each one's rounding,
         ``||fl(G) - G||_2 <= gamma_{max(n, d)} trace G`` in that dtype (doubled for the traces'
-        rounding)."""
+        rounding); in ``_MACHINE_GROUPS`` fixed groups of machines, one thread each."""
         x = self.features
         m, n, d = x.shape
-        gram = torch.matmul(x, x.transpose(-1, -2)) if n <= d else torch.matmul(x.transpose(-1, -2), x)
+
+        def grams(span):
+            part = x[span[0]:span[1]]
+            return torch.matmul(part, part.transpose(-1, -2)) if n <= d else torch.matmul(part.transpose(-1, -2), part)
+
+        gram = torch.cat(on_one_thread_each(grams, _spans(m, _MACHINE_GROUPS)))
         return gram, torch.as_tensor(2 * gamma(max(n, d) + 2, x.dtype) * self._traces, device=x.device)
+
+
+def _spans(size: int, parts: int) -> list[tuple[int, int]]:
+    """The non-empty ``(start, stop)`` of ``parts`` consecutive ranges covering ``range(size)``,
+    sizes within one of each other: pieces of work split the same way whatever the thread count
+    (:func:`~cflbounds._threads.on_one_thread_each`)."""
+    edges = [round(i * size / parts) for i in range(parts + 1)]
+    return [(start, stop) for start, stop in zip(edges[:-1], edges[1:]) if start < stop]

@@ -1,0 +1,114 @@
+"""Independent pieces of stored float64 work use the cores and keep their digits
+(``cflbounds._threads.on_one_thread_each``).
+
+The certificate computes on one torch thread so that its stored numbers do not follow the thread
+count (``one_torch_thread``); ``on_one_thread_each`` gives the cores back by running independent
+items at once, each on one thread. What is checked: the items run concurrently when the caller
+has two threads (a barrier both must reach), each on one torch thread, in order and serially
+when the caller has one, nested calls stay serial, errors reach the caller, the caller's count
+comes back; and the early-exit certificate's numbers (Gram matrices, quadratics, spectral norms,
+residuals) are bitwise the same on one thread and on two.
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+from cflbounds._threads import on_one_thread_each, one_torch_thread
+from cflbounds.sweeps.cluster_quadratics import ClusterQuadratics
+
+
+@pytest.fixture
+def two_threads():
+    previous = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(previous)
+
+
+def test_items_run_at_once_each_on_one_torch_thread(two_threads):
+    barrier = threading.Barrier(2, timeout=60)  # a serial run would wait here for a second item that never comes
+
+    def item(value):
+        barrier.wait()
+        return value * 10, torch.get_num_threads(), threading.current_thread().name
+
+    results = on_one_thread_each(item, [1, 2])
+    assert [value for value, _, _ in results] == [10, 20]
+    assert {count for _, count, _ in results} == {1}
+    assert len({name for _, _, name in results}) == 2
+    assert torch.get_num_threads() == 2
+
+
+def test_the_caller_count_outside_one_torch_thread_decides(two_threads):
+    with one_torch_thread():
+        assert torch.get_num_threads() == 1
+        names = on_one_thread_each(lambda _: threading.current_thread().name, range(4))
+        assert torch.get_num_threads() == 1
+    assert threading.current_thread().name not in names
+    assert torch.get_num_threads() == 2
+
+
+def test_one_thread_runs_the_items_in_order_on_the_caller():
+    torch.set_num_threads(1)
+    order = []
+    results = on_one_thread_each(lambda value: order.append(value) or threading.current_thread().name, [3, 1, 2])
+    assert order == [3, 1, 2]
+    assert set(results) == {threading.current_thread().name}
+
+
+def test_nested_calls_run_in_the_item_thread(two_threads):
+    def item(value):
+        outer = threading.current_thread().name
+        inner = on_one_thread_each(lambda _: threading.current_thread().name, range(3))
+        return outer, inner
+
+    for outer, inner in on_one_thread_each(item, range(2)):
+        assert inner == [outer] * 3
+
+
+def test_an_item_error_reaches_the_caller(two_threads):
+    def item(value):
+        if value == 1:
+            raise ValueError("item 1")
+        return value
+
+    with pytest.raises(ValueError, match="item 1"):
+        on_one_thread_each(item, range(3))
+    assert torch.get_num_threads() == 2
+
+
+def _certificate_numbers(threads: int) -> list[np.ndarray]:
+    """A float32 problem's quadratics (true clusters, a mixed set), spectral norms and residuals,
+    computed with torch at ``threads`` threads."""
+    rng = np.random.default_rng(3)
+    m, n, d = 12, 40, 30
+    x = torch.as_tensor(rng.standard_normal((m, n, d)), dtype=torch.float32)
+    y = torch.as_tensor(rng.standard_normal((m, n)), dtype=torch.float32)
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        quadratics = ClusterQuadratics(x, y, np.arange(m) % 2, 2.0 / n / m)
+        masks = [np.arange(m) % 2 == 0, np.arange(m) % 2 == 1, np.arange(m) < 7]
+        factors = quadratics.contractions(masks, 0.5)
+        solved = [quadratics.quadratic(mask) for mask in masks]
+        model = torch.as_tensor(rng.standard_normal(d))
+        numbers = [np.array(factors, dtype=float), quadratics.spectral_norms(), quadratics.residual_norms(model),
+                   quadratics._gram(np.array([0, 3, 4, 9])).numpy()]
+        for quadratic in solved:
+            numbers += [quadratic.fixed.numpy(), np.array([quadratic.fixed_error, quadratic.lower, quadratic.upper]),
+                        quadratic.residual_norms]
+        return numbers
+    finally:
+        torch.set_num_threads(previous)
+
+
+def test_certificate_numbers_are_the_same_on_one_thread_and_two():
+    """Bitwise: every piece is computed by the same single-threaded kernels, split the same way."""
+    one, two = _certificate_numbers(1), _certificate_numbers(2)
+    assert len(one) == len(two)
+    for a, b in zip(one, two):
+        assert np.array_equal(a, b)
