@@ -25,16 +25,18 @@ against quiet one thread: what the neighbour costs work that never waits for a s
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
-import multiprocessing
 import os
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.shared_box import busy_neighbour, busy_seconds  # noqa: E402
 
 # Counts the load judgments (each reads /proc/stat once) so the quiet cost can be bounded.
 COUNTING = """
@@ -77,13 +79,6 @@ print(time.perf_counter() - start, _judgments[0])
 SETTINGS = ("fixed", "default", "1 thread")
 
 
-def _busy_seconds() -> float:
-    """CPU seconds all CPUs have been busy since boot (``/proc/stat``)."""
-    with open("/proc/stat") as stat:
-        fields = [int(value) for value in stat.readline().split()[1:9]]
-    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
-
-
 def run_once(workload: str, setting: str, argument: int) -> tuple[float, float, int]:
     """(the workload's own measure, cores other processes used meanwhile, load judgments made)
     of one fresh process."""
@@ -92,7 +87,7 @@ def run_once(workload: str, setting: str, argument: int) -> tuple[float, float, 
         env["CFLBOUNDS_THREADS"] = "fixed"
     if setting == "1 thread":
         env["OMP_NUM_THREADS"] = "1"
-    before, children, started = _busy_seconds(), os.times(), time.perf_counter()
+    before, children, started = busy_seconds(), os.times(), time.perf_counter()
     done = subprocess.run([sys.executable, "-c", COUNTING + WORKLOADS[workload], str(argument)], env=env, cwd=ROOT,
                           capture_output=True, text=True)
     wall = time.perf_counter() - started
@@ -101,7 +96,7 @@ def run_once(workload: str, setting: str, argument: int) -> tuple[float, float, 
     after = os.times()
     own = (after.children_user + after.children_system) - (children.children_user + children.children_system)
     measure, judgments = done.stdout.split()[-2:]
-    return float(measure), max(0.0, (_busy_seconds() - before - own) / wall), int(judgments)
+    return float(measure), max(0.0, (busy_seconds() - before - own) / wall), int(judgments)
 
 
 def judgment_seconds(repeats: int = 20000) -> float:
@@ -126,11 +121,6 @@ def judgment_seconds(repeats: int = 20000) -> float:
             os.environ["CFLBOUNDS_THREADS"] = saved
 
 
-def _spin() -> None:  # the busy neighbour
-    while True:
-        pass
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=3, help="runs per cell; the fastest is kept (default 3)")
@@ -143,12 +133,7 @@ def main(argv=None) -> int:
           flush=True)
     results = {}
     for condition in ("quiet", "busy"):
-        neighbour = None
-        if condition == "busy":
-            neighbour = multiprocessing.Process(target=_spin, daemon=True)
-            neighbour.start()
-            time.sleep(1.0)
-        try:
+        with busy_neighbour() if condition == "busy" else contextlib.nullcontext():
             for workload in WORKLOADS:
                 for _ in range(args.repeats):
                     for setting in SETTINGS:
@@ -158,10 +143,6 @@ def main(argv=None) -> int:
                             results[workload, setting, condition] = (value, others, judgments)
                         print(f"  {condition:5} {setting:7} {workload:36} {value:9.2f}  (others {others:.2f} cores)",
                               flush=True)
-        finally:
-            if neighbour is not None:
-                os.kill(neighbour.pid, signal.SIGKILL)  # stopped by its id
-                neighbour.join()
     print()
     print(f"{'workload':36} {'quiet fixed':>12} {'quiet default':>14} {'default/fixed':>14} {'busy fixed':>11} "
           f"{'busy default':>13} {'busy/quiet fixed':>17} {'busy/quiet default':>19} {'1 thread busy/quiet':>20}")

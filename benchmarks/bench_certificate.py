@@ -61,7 +61,7 @@ def main(argv=None) -> int:
     for cell in cells:
         successes.append(int(trial_outcomes(run_fig2_cell(cell))["success"].sum()))
     product = clock() - start
-    floor = certificate.floor_seconds(cholesky_seconds(cells[0]["d"], clock))
+    floor = certificate.floor_seconds(cholesky_seconds(cells[0]["d"], clock), args.threads)
     grid = (f"r {args.r}, {args.trials} trials each" if args.claim_cells is None
             else f"IFCA.F2's first {len(cells)} default-scale cells")
     print(f"cflbounds {revision} ({Path(ifca_fig2.__file__).parent.parent}): {grid}, "

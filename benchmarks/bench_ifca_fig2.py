@@ -1,9 +1,17 @@
 """Batched IFCA (``run_fig2_cell``) against a straightforward per-run NumPy reference, on the
 Fig. 2(a) cell, same seeds, same outcomes, everything measured side by side in one run.
 
-    python benchmarks/bench_ifca_fig2.py             # paper size (k=2, m=n=100, d=1000), ~5-10 min
-    python benchmarks/bench_ifca_fig2.py --quick     # d=200, m=n=40, ~1 min
+    python benchmarks/bench_ifca_fig2.py             # paper size (k=2, m=n=100, d=1000), quiet then busy: ~35-45 min
+    python benchmarks/bench_ifca_fig2.py --load quiet --no-float64   # one pass: ~12 min
+    python benchmarks/bench_ifca_fig2.py --quick     # d=200, m=n=40, ~1 min per pass
     python benchmarks/bench_ifca_fig2.py --trials 5 --r 0.25,0.5
+
+Everything below runs once per pass of ``--load`` (default ``quiet,busy``): on the machine as
+it is, then beside a process the script starts spinning on one core and stops by its id. The
+end prints the headline rows of both passes side by side (speed ratio, loop vs GEMM, the
+certificate's share against its floor's, the protocol projected and its flop floor, ``ifca()``
+ms/iteration) and the targets: ``ifca()`` busy/quiet under the library's default <= 1.5, the
+certificate's share <= 2x its floor's, the protocol <= 2.5x its flop floor and <= 3.0 h.
 
 For every r, on the same trials (data seeds) of the same cell dict:
 
@@ -30,11 +38,13 @@ measured seconds per flop, beside its flop floor at the GEMM rate measured in th
 a GPU estimate from the same flop counts.
 
 The box is shared: each stage prints the CPU time other processes took meanwhile (from
-``/proc/stat``), in cores. Exit status 1 if any outcome check fails.
+``/proc/stat``), in cores. Exit status 1 if any outcome check fails (a target not met is a
+measurement, not a failure).
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import platform
@@ -59,6 +69,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.flops import gemm_flops, iteration_flops, reference_flops, slots_per_iteration  # noqa: E402
 from benchmarks.benchmark_cells import add_cell_options, benchmark_cells  # noqa: E402
 from benchmarks.reference_ifca import cell_trial_seeds, reference_fig2_cell, threshold  # noqa: E402
+from benchmarks.shared_box import Stage, busy_neighbour  # noqa: E402
 from benchmarks.timed_certificate import cholesky_seconds, time_certificate  # noqa: E402
 from cflbounds.algorithms import ifca  # noqa: E402
 from cflbounds.algorithms.trace import matched_distances  # noqa: E402
@@ -83,40 +94,6 @@ def check(ok: bool, what: str) -> bool:
     if not ok:
         FAILURES.append(what)
     return ok
-
-
-# -- the shared box ----------------------------------------------------------------------------
-def _busy_seconds() -> float:
-    """CPU seconds the whole machine spent busy (all processes), from /proc/stat."""
-    try:
-        with open("/proc/stat") as stat:
-            fields = [int(x) for x in stat.readline().split()[1:]]
-    except OSError:
-        return float("nan")
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
-    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
-
-
-class Stage:
-    """Wall time of a stage and the cores other processes kept busy meanwhile."""
-
-    @staticmethod
-    def _own() -> float:
-        t = os.times()  # this process and its finished children
-        return t.user + t.system + t.children_user + t.children_system
-
-    def __enter__(self):
-        self.wall, self.busy, self.own = time.perf_counter(), _busy_seconds(), self._own()
-        return self
-
-    def __exit__(self, *exc):
-        self.seconds = time.perf_counter() - self.wall
-        own = self._own() - self.own
-        self.others = max(0.0, (_busy_seconds() - self.busy - own) / self.seconds)
-        return False
-
-    def __str__(self):
-        return f"{self.seconds:.2f} s, other load {self.others:.1f} cores"
 
 
 TimedCertificate = time_certificate(time.perf_counter)  # the certificate's own wall time inside the product
@@ -207,6 +184,7 @@ def plain(cell: dict, dtype: str) -> dict:
 
 
 # -- OpenMP wait policy, side by side --------------------------------------------------------
+POLICIES = ("default", "PASSIVE", "1 thread")
 _POLICY_SNIPPET = """
 import json, sys, time
 from cflbounds.algorithms import ifca
@@ -230,7 +208,7 @@ def wait_policy_check(cell: dict, iterations: int) -> dict[str, float]:
     config = {key: cell[key] for key in ("k", "m", "n", "d", "sigma", "r", "restarts")}
     config.update(seed=int(cell_trial_seeds(cell)[0]), steps=list(STEP_SIZES[cell["k"]]), iterations=iterations)
     out = {}
-    for policy in ("default", "PASSIVE", "1 thread"):
+    for policy in POLICIES:
         env = {key: value for key, value in os.environ.items()
                if key not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_NUM_THREADS")}
         if policy == "PASSIVE":
@@ -326,7 +304,7 @@ def bench_cell(cell: dict, args) -> dict:
         rows = run_fig2_cell(cell)
     fig["t_product"], fig["t_certificate"] = stage.seconds, TimedCertificate.seconds
     fig["t_gram"] = TimedCertificate.gram_seconds
-    fig["t_floor"] = TimedCertificate.floor_seconds(cholesky_seconds(d, time.perf_counter))
+    fig["t_floor"] = TimedCertificate.floor_seconds(cholesky_seconds(d, time.perf_counter), torch.get_num_threads())
     outcomes = trial_outcomes(rows).sort_values("trial")
     print(f"  run_fig2_cell ({cell['dtype']}): {stage} -> {fig['t_ref'] / fig['t_product']:.1f}x the reference; "
           f"certificate {fig['t_certificate']:.2f} s ({100 * fig['t_certificate'] / fig['t_product']:.1f}%)")
@@ -395,18 +373,24 @@ def bench_cell(cell: dict, args) -> dict:
 GPU_FP32_FLOPS = 19.5e12
 
 
-def protocol_projection(figs: list[dict], gemm_gflops: float, loop_gflops: float) -> list[tuple[str, str, str]]:
+def _hours(seconds: float) -> str:
+    return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
+
+
+def protocol_projection(figs: list[dict], gemm_gflops: float, loop_gflops: float) -> tuple[list, dict]:
     """The full official protocol (every panel, 40 trials) from this run's measurements: the
     product's seconds per flop of the benchmark cells (all runs to T, as ``cell_flops``
     counts) applied to every cell's flops; beside it the flop floor (the work the product
-    did, as a share of all, at the GEMM rate measured here) and a GPU estimate."""
+    did, as a share of all, at the GEMM rate measured here) and a GPU estimate. Returns the
+    summary's rows and ``{"protocol": seconds, "floor": seconds}``."""
     protocol = fig2_cells(variants=("official",))
     flops = sum(ifca_fig2.cell_flops(cell) for cell in protocol)
     bench_flops = sum(f["cell_flops"] for f in figs)
     seconds_per_flop = sum(f["t_product"] for f in figs) / bench_flops
     work = sum(f["slot_fraction_product"] * f["cell_flops"] for f in figs) / bench_flops  # share early exit leaves
     share = loop_gflops / gemm_gflops
-    hours = lambda seconds: f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"  # noqa: E731
+    hours = _hours
+    seconds = {"protocol": flops * seconds_per_flop, "floor": flops * work / (gemm_gflops * 1e9)}
     return [
         ("full protocol, this CPU", hours(flops * seconds_per_flop),
          f"{len(protocol)} cells x 40 trials, {flops:.2g} flop with every run to T; extrapolated from the "
@@ -416,10 +400,11 @@ def protocol_projection(figs: list[dict], gemm_gflops: float, loop_gflops: float
          f"(without early exit: {hours(flops / (gemm_gflops * 1e9))})"),
         ("  GPU estimate", hours(flops * work / (GPU_FP32_FLOPS * share)),
          f"same work at {GPU_FP32_FLOPS / 1e12:.1f} TFLOP/s FP32 x the loop's {100 * share:.0f}% of GEMM rate"),
-    ]
+    ], seconds
 
 
-def print_summary(figs: list[dict], args) -> None:
+def print_summary(figs: list[dict], args) -> dict:
+    """Print the summary table of the cells; return its headline figures (:func:`print_headlines`)."""
     def total(key):
         return sum(f[key] for f in figs)
 
@@ -470,47 +455,111 @@ def print_summary(figs: list[dict], args) -> None:
          f"{total('t_floor'):.2f} s: those Grams, the machines' Grams and one Cholesky test per true cluster, "
          "as a share of a product whose certificate cost only that"),
     ]
-    table += protocol_projection(figs, gemm, loop_gflops)
+    rows, protocol = protocol_projection(figs, gemm, loop_gflops)
+    table += rows
     if not args.no_float64:
         table.append(("saving: float32 vs float64", f"{total('t_plain64') / t_plain:.2f}x",
                       f"plain batched run; not in the ratio (reference is {args.reference_dtype})"))
     width = max(len(row[0]) for row in table)
     for name, value, note in table:
         print(f"  {name:<{width}}  {value:>16}  {note}")
+    floor_share = total("t_floor") / (t_product - total("t_certificate") + total("t_floor"))
+    return {"speedup": speedup, "loop_share": loop_gflops / gemm, "certificate_share": total("t_certificate") / t_product,
+            "floor_share": floor_share, **protocol}
+
+
+def one_pass(cells: list[dict], args, load: str) -> dict:
+    """The whole benchmark once, on the machine as it is (``quiet``) or beside a process spinning
+    on one core (``busy``, started here and stopped by its id): the headline figures."""
+    where = "the machine as it is" if load == "quiet" else "beside a process this script starts spinning on one core"
+    print(f"\n########## {load}: {where}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    with busy_neighbour() if load == "busy" else contextlib.nullcontext(), Stage() as stage:
+        policy = {} if args.no_policy_check else wait_policy_check(cells[0], args.policy_iterations)
+        if policy:
+            print(f"  ifca() one trial, {args.policy_iterations} iterations, fresh processes, ms/iteration: "
+                  + ", ".join(f"{name} {1e3 * policy[name]:.1f} (other load {policy[name + '_others']:.1f} cores)"
+                              for name in POLICIES))
+        figs = [bench_cell(cell, args) for cell in cells]
+    headline = print_summary(figs, args)
+    if policy:
+        print(f"  {'ifca() ms/iteration, 1 trial':<29}  {1e3 * policy['default']:>7.1f} default  "
+              f"{1e3 * policy['PASSIVE']:.1f} OMP_WAIT_POLICY=PASSIVE, {1e3 * policy['1 thread']:.1f} one thread "
+              f"(fresh processes, same moment)")
+    print(f"  whole {load} pass: {stage}")
+    return {**headline, "policy": policy, "others": stage.others}
+
+
+# the issue's targets (issue 28): busy/quiet of ifca() under the library's default, the certificate's share
+# against its floor's, the protocol's projection against its flop floor (3.0 h when the floor was 1.2 h)
+TARGETS = {"ifca_busy": 1.5, "certificate_floor": 2.0, "protocol_floor": 2.5, "protocol_hours": 3.0}
+
+
+def print_headlines(headlines: dict[str, dict], small: bool) -> None:
+    """The headline rows of every pass side by side, then each target and whether it is met."""
+    loads = list(headlines)
+    print(f"\n=== Headline, {' and '.join(loads)} (one run)")
+
+    def row(name, cell):
+        print(f"  {name:<46}" + "".join(f"{cell(headlines[load]):>26}" for load in loads))
+
+    print(f"  {'':<46}" + "".join(f"{load:>26}" for load in loads))
+    row("other load (cores)", lambda h: f"{h['others']:.1f}")
+    row("speed ratio vs the per-run loop", lambda h: f"{h['speedup']:.1f}x")
+    row("loop vs GEMM", lambda h: f"{100 * h['loop_share']:.0f} %")
+    row("certificate's share / its floor's", lambda h: f"{100 * h['certificate_share']:.1f} % / "
+                                                       f"{100 * h['floor_share']:.1f} %")
+    row("full protocol projected (flop floor)", lambda h: f"{_hours(h['protocol'])} ({_hours(h['floor'])})")
+    if all(h["policy"] for h in headlines.values()):
+        row("ifca() ms/iteration: default / PASSIVE / 1 thread",
+            lambda h: " / ".join(f"{1e3 * h['policy'][name]:.1f}" for name in POLICIES))
+
+    def verdict(name, value, target, text, unit="x"):
+        print(f"  {name:<58} {text:>12}  target <= {target:g}{unit}: {'met' if value <= target else 'NOT met'}")
+
+    quiet = headlines.get("quiet")
+    print(f"  targets (set for the paper-size cells{'; these are smaller' if small else ''}):")
+    if quiet and "busy" in headlines and quiet["policy"] and headlines["busy"]["policy"]:
+        ratio = headlines["busy"]["policy"]["default"] / quiet["policy"]["default"]
+        verdict("ifca() busy/quiet, the library's default", ratio, TARGETS["ifca_busy"], f"{ratio:.2f}x")
+    for load, h in headlines.items():
+        ratio = h["certificate_share"] / h["floor_share"]
+        verdict(f"certificate's share / its floor's ({load})", ratio, TARGETS["certificate_floor"], f"{ratio:.2f}x")
+    for load, h in headlines.items():
+        ratio = h["protocol"] / h["floor"]
+        verdict(f"protocol projected / its flop floor ({load})", ratio, TARGETS["protocol_floor"], f"{ratio:.2f}x")
+        verdict(f"protocol projected, hours ({load})", h["protocol"] / 3600, TARGETS["protocol_hours"],
+                _hours(h["protocol"]), " h")
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_cell_options(parser, trials=3)
-    parser.add_argument("--quick", action="store_true", help="a smaller cell: d=200, m=n=40 (~1 minute)")
+    parser.add_argument("--quick", action="store_true", help="a smaller cell: d=200, m=n=40 (~1 minute per pass)")
     parser.add_argument("--seed", type=int, default=0, help="sweep seed")
-    parser.add_argument("--reference-dtype", choices=("float32", "float64"), default="float32")
+    parser.add_argument("--reference-dtype", choices=("float32", "float64"), default="float32",
+                        help="the per-run reference's dtype (default float32, as the authors' torch code)")
     parser.add_argument("--no-float64", action="store_true", help="skip the float64 batched run")
     parser.add_argument("--omp-passive", action="store_true", help="run with OMP_WAIT_POLICY=PASSIVE")
     parser.add_argument("--no-policy-check", action="store_true",
                         help="skip timing ifca() under OpenMP's wait policies and one thread in fresh processes")
     parser.add_argument("--policy-iterations", type=int, default=20, help="iterations of the wait-policy check")
+    parser.add_argument("--load", default="quiet,busy",
+                        help="comma-separated passes: 'quiet' (the machine as it is) and 'busy' (beside a process "
+                             "this script starts spinning on one core and stops by its id); default both, in order")
     args = parser.parse_args(argv)
+    loads = args.load.split(",")
+    if not loads or any(load not in ("quiet", "busy") for load in loads) or len(set(loads)) < len(loads):
+        parser.error(f"--load must list 'quiet' and/or 'busy', each once; got {args.load!r}")
     cells = benchmark_cells(args, {"m": [40], "n": [40], "d": [200]} if args.quick else None, seed=args.seed)
 
     print(f"bench_ifca_fig2: python {platform.python_version()}, torch {torch.__version__} "
-          f"({torch.get_num_threads()} threads), numpy {np.__version__}, {os.cpu_count()} CPUs, "
-          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+          f"({torch.get_num_threads()} threads), numpy {np.__version__}, {os.cpu_count()} CPUs")
     print(f"  command: {' '.join(sys.argv)}")
     print(f"  OpenMP wait policy: OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '(unset)')}, "
           f"GOMP_SPINCOUNT={os.environ.get('GOMP_SPINCOUNT', '(unset)')}")
     with Stage() as stage:
-        policy = {} if args.no_policy_check else wait_policy_check(cells[0], args.policy_iterations)
-        if policy:
-            print(f"  ifca() one trial, {args.policy_iterations} iterations, fresh processes, ms/iteration: "
-                  + ", ".join(f"{name} {1e3 * policy[name]:.1f} (other load {policy[name + '_others']:.1f} cores)"
-                              for name in ("default", "PASSIVE", "1 thread")))
-        figs = [bench_cell(cell, args) for cell in cells]
-    print_summary(figs, args)
-    if policy:
-        print(f"  {'ifca() ms/iteration, 1 trial':<29}  {1e3 * policy['default']:>7.1f} default  "
-              f"{1e3 * policy['PASSIVE']:.1f} OMP_WAIT_POLICY=PASSIVE, {1e3 * policy['1 thread']:.1f} one thread "
-              f"(fresh processes, same moment)")
+        headlines = {load: one_pass(cells, args, load) for load in loads}
+    print_headlines(headlines, small=args.quick or any(cell['d'] != 1000 for cell in cells))
     print(f"  whole benchmark: {stage}")
     if FAILURES:
         print(f"\n{len(FAILURES)} check(s) FAILED:")

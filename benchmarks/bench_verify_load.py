@@ -15,17 +15,17 @@ each other: with a neighbour holding a core, a 2-thread op waits for a deschedul
 from __future__ import annotations
 
 import argparse
-import multiprocessing
+import contextlib
 import os
 import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-def _spin() -> None:  # the busy neighbour
-    while True:
-        pass
+from benchmarks.shared_box import busy_neighbour  # noqa: E402
 
 
 def run_verify(scale: str, threads: str, claims: list[str]) -> float:
@@ -51,18 +51,11 @@ def main(argv=None) -> int:
           f"load average {os.getloadavg()[0]:.2f} at the start", flush=True)
     times = {}
     for busy in (False, True):
-        neighbour = multiprocessing.Process(target=_spin, daemon=True) if busy else None
-        if neighbour is not None:
-            neighbour.start()
-        try:
+        with busy_neighbour() if busy else contextlib.nullcontext():
             for threads in settings:
                 times[threads, busy] = run_verify(args.scale, threads, args.claims)
                 print(f"  {'busy' if busy else 'idle'} neighbour, threads {threads:>5}: "
                       f"{times[threads, busy]:7.1f} s", flush=True)
-        finally:
-            if neighbour is not None:
-                neighbour.terminate()
-                neighbour.join()
     fastest = min(times[t, False] for t in settings)
     print("\nthreads   idle (s)   busy (s)   busy/idle   idle/fastest idle   busy/fastest idle")
     for threads in settings:

@@ -38,9 +38,11 @@ def time_certificate(clock: Callable[[], float]) -> type:
             cls.blocks = 0
 
         @classmethod
-        def floor_seconds(cls, cholesky: float) -> float:
-            """The certificate's floor: its Gram matrices and one ``cholesky`` (seconds) per block."""
-            return cls.gram_seconds + cls.machine_gram_seconds + cls.blocks * cholesky
+        def floor_seconds(cls, cholesky: float, threads: int = 1) -> float:
+            """The certificate's floor: its Gram matrices (as timed: on every thread) and one
+            ``cholesky`` (seconds, one thread) per block, ``threads`` blocks' tests at once (a
+            partition's quadratics are solved at once, one thread each)."""
+            return cls.gram_seconds + cls.machine_gram_seconds + cls.blocks * cholesky / threads
 
     def timed(function, counter: str = "seconds"):
         @functools.wraps(function)

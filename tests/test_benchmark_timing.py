@@ -30,6 +30,7 @@ def test_timed_certificate_counts_its_floor_inside_the_product(monkeypatch):
     cholesky = timed_certificate.cholesky_seconds(64, time.perf_counter)
     assert cholesky > 0
     assert timed.floor_seconds(cholesky) == timed.gram_seconds + timed.machine_gram_seconds + timed.blocks * cholesky
+    assert timed.floor_seconds(cholesky, 2) == timed.gram_seconds + timed.machine_gram_seconds + timed.blocks * cholesky / 2
     timed.reset()
     assert (timed.seconds, timed.gram_seconds, timed.machine_gram_seconds, timed.blocks) == (0, 0, 0, 0)
 
