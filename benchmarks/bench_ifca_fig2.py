@@ -97,6 +97,19 @@ def check(ok: bool, what: str) -> bool:
 
 
 TimedCertificate = time_certificate(time.perf_counter)  # the certificate's own wall time inside the product
+GENERATION = {"seconds": 0.0}  # the product's data generation (its problems' draws), wall time
+_generate = ifca_fig2.make_mixed_linear_regression
+
+
+def _timed_generate(*args, **kwargs):
+    start = time.perf_counter()
+    try:
+        return _generate(*args, **kwargs)
+    finally:
+        GENERATION["seconds"] += time.perf_counter() - start
+
+
+ifca_fig2.make_mixed_linear_regression = _timed_generate  # run_fig2_cell looks it up at call time
 
 
 # -- machine rates ----------------------------------------------------------------------------
@@ -300,10 +313,12 @@ def bench_cell(cell: dict, args) -> dict:
 
     # 2. the product
     TimedCertificate.reset()
+    GENERATION["seconds"] = 0.0
     with Stage() as stage:
         rows = run_fig2_cell(cell)
     fig["t_product"], fig["t_certificate"] = stage.seconds, TimedCertificate.seconds
     fig["t_gram"] = TimedCertificate.gram_seconds
+    fig["t_generation"] = GENERATION["seconds"]
     fig["t_floor"] = TimedCertificate.floor_seconds(cholesky_seconds(d, time.perf_counter), torch.get_num_threads())
     outcomes = trial_outcomes(rows).sort_values("trial")
     print(f"  run_fig2_cell ({cell['dtype']}): {stage} -> {fig['t_ref'] / fig['t_product']:.1f}x the reference; "
@@ -455,6 +470,19 @@ def print_summary(figs: list[dict], args) -> dict:
          f"{total('t_floor'):.2f} s: those Grams, the machines' Grams and one Cholesky test per true cluster, "
          "as a share of a product whose certificate cost only that"),
     ]
+    # where the product's time goes: the loop's work at the GEMM rate (its flop floor), the loop beyond
+    # it (narrow GEMMs, elementwise work, Python between calls, the looks' bookkeeping), the certificate,
+    # the problems' draws
+    floor = sum(f["slot_fraction_product"] * f["cell_flops"] for f in figs) / (gemm * 1e9)
+    loop = t_product - total("t_certificate") - total("t_generation")
+    for name, seconds, note in (("  the loop's flop floor", floor, "its slot-iterations' flops at the GEMM rate"),
+                                ("  the loop beyond it", loop - floor,
+                                 "narrow GEMMs, elementwise work, Python, the looks' bookkeeping"),
+                                ("  the certificate", total("t_certificate"), "as above"),
+                                ("  the problems' draws", total("t_generation"), "NumPy's normals, one thread")):
+        if name == "  the loop's flop floor":
+            table.append(("where the product's time goes", "", "(the four rows below sum to 100%)"))
+        table.append((name, f"{100 * seconds / t_product:.1f}%", f"{seconds:.2f} s; {note}"))
     rows, protocol = protocol_projection(figs, gemm, loop_gflops)
     table += rows
     if not args.no_float64:
