@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 import torch
 
-from cflbounds._threads import on_one_thread_each, one_torch_thread
+import cflbounds._threads as threads_module
+from cflbounds._threads import PARALLEL_FLOPS, on_one_thread_each, one_torch_thread
 from cflbounds.sweeps.cluster_quadratics import ClusterQuadratics
 
 
@@ -106,9 +107,44 @@ def _certificate_numbers(threads: int) -> list[np.ndarray]:
         torch.set_num_threads(previous)
 
 
-def test_certificate_numbers_are_the_same_on_one_thread_and_two():
-    """Bitwise: every piece is computed by the same single-threaded kernels, split the same way."""
+def test_small_work_runs_in_order_on_the_caller(two_threads):
+    names = on_one_thread_each(lambda _: threading.current_thread().name, range(4), flops=PARALLEL_FLOPS / 2)
+    assert names == [threading.current_thread().name] * 4
+
+
+def test_the_kept_threads_serve_the_next_call(two_threads):
+    first = set(on_one_thread_each(lambda _: threading.current_thread().name, range(6)))
+    second = set(on_one_thread_each(lambda _: threading.current_thread().name, range(6)))
+    assert len(first | second) <= 2
+
+
+def test_certificate_numbers_are_the_same_on_one_thread_and_two(monkeypatch):
+    """Bitwise: every piece is computed by the same single-threaded kernels, split the same way
+    (at this small size only because every piece is made to run at once)."""
+    monkeypatch.setattr(threads_module, "PARALLEL_FLOPS", 0)
     one, two = _certificate_numbers(1), _certificate_numbers(2)
     assert len(one) == len(two)
     for a, b in zip(one, two):
         assert np.array_equal(a, b)
+
+
+def _child_sums(connection):
+    torch.set_num_threads(2)
+    connection.send(on_one_thread_each(lambda value: value + 1, range(4)))
+
+
+def test_a_forked_child_makes_its_own_threads(two_threads):
+    """The kept threads are not in a forked child: it must not hand its items to them (it would wait forever)."""
+    import multiprocessing
+
+    on_one_thread_each(lambda value: value, range(4))  # the parent's threads exist
+    context = multiprocessing.get_context("fork")
+    receiving, sending = context.Pipe(duplex=False)
+    child = context.Process(target=_child_sums, args=(sending,))
+    child.start()
+    try:
+        assert receiving.poll(120), "the forked child never finished its items"
+        assert receiving.recv() == [1, 2, 3, 4]
+    finally:
+        child.kill()
+        child.join()

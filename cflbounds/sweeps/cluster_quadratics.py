@@ -126,7 +126,7 @@ class ClusterQuadratics:
             return (torch.linalg.vector_norm(points, dim=(1, 2)).square(),
                     torch.matmul(self._sorted_responses[span[0]:span[1], None, :], points)[:, 0])
 
-        traces, offsets = zip(*on_one_thread_each(copy, _spans(m, _MACHINE_GROUPS)))
+        traces, offsets = zip(*on_one_thread_each(copy, _spans(m, _MACHINE_GROUPS), flops=4 * m * n * d))
         self._traces = torch.cat(traces)[self._unsort].cpu().numpy()
         self._offsets = torch.cat(offsets)[self._unsort]
         self._members = [(cluster, self.membership == cluster) for cluster in np.unique(self.membership)]
@@ -167,7 +167,7 @@ class ClusterQuadratics:
             diagonal.copy_(diagonal.tril() + diagonal.tril(-1).T)  # exactly symmetric
 
         spans = _spans(d, _GRAM_BLOCKS)
-        on_one_thread_each(rows, spans[::-1])  # the widest first: the threads end together
+        on_one_thread_each(rows, spans[::-1], flops=count * d * d)  # the widest first: the threads end together
         for start, stop in spans:
             gram[start:stop, stop:] = gram[stop:, start:stop].T
         return gram
@@ -245,7 +245,8 @@ class ClusterQuadratics:
                 for cluster, from_block, _ in self._parts(mask):
                     if from_block:
                         self._block(cluster)  # the solves below only read the blocks
-        return on_one_thread_each(lambda mask: self.contraction(mask, step), masks)
+        d = self._points.shape[-1]  # a solve: Cholesky factorisations, Lanczos, residuals
+        return on_one_thread_each(lambda mask: self.contraction(mask, step), masks, flops=len(masks) * d ** 3)
 
     @one_torch_thread()
     def contraction(self, mask: np.ndarray, step: float) -> float | None:
@@ -318,7 +319,7 @@ class ClusterQuadratics:
             torch.sub(torch.matmul(self._points[span[0]:span[1]], model), self._sorted_responses[span[0]:span[1]],
                       out=residuals[span[0]:span[1]])
 
-        on_one_thread_each(rows, _spans(residuals.shape[0], _MACHINE_GROUPS))
+        on_one_thread_each(rows, _spans(residuals.shape[0], _MACHINE_GROUPS), flops=self._points.numel() * 2)
         return residuals
 
     @one_torch_thread()
@@ -347,7 +348,8 @@ class ClusterQuadratics:
                 estimate = torch.linalg.eigvalsh(grams)[..., -1].double()
                 return upper_bound(grams.double(), error[span[0]:span[1]], estimate)
 
-            upper = torch.cat(on_one_thread_each(bound, _spans(gram.shape[0], _MACHINE_GROUPS)))
+            upper = torch.cat(on_one_thread_each(bound, _spans(gram.shape[0], _MACHINE_GROUPS),
+                                                 flops=10 * gram.shape[0] * gram.shape[-1] ** 3))
             self._spectral = upper.clamp(min=0).sqrt().cpu().numpy()
         return self._spectral
 
@@ -363,7 +365,7 @@ class ClusterQuadratics:
             part = x[span[0]:span[1]]
             return torch.matmul(part, part.transpose(-1, -2)) if n <= d else torch.matmul(part.transpose(-1, -2), part)
 
-        gram = torch.cat(on_one_thread_each(grams, _spans(m, _MACHINE_GROUPS)))
+        gram = torch.cat(on_one_thread_each(grams, _spans(m, _MACHINE_GROUPS), flops=2 * m * n * d * min(n, d)))
         return gram, torch.as_tensor(2 * gamma(max(n, d) + 2, x.dtype) * self._traces, device=x.device)
 
 
