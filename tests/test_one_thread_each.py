@@ -120,7 +120,8 @@ def test_the_kept_threads_serve_the_next_call(two_threads):
 
 def test_certificate_numbers_are_the_same_on_one_thread_and_two(monkeypatch):
     """Bitwise: every piece is computed by the same single-threaded kernels, split the same way
-    (at this small size only because every piece is made to run at once)."""
+    (at this small size only because every piece is made worth threads: the Gram's row blocks,
+    the machine groups, a partition's solves at once)."""
     monkeypatch.setattr(threads_module, "PARALLEL_FLOPS", 0)
     one, two = _certificate_numbers(1), _certificate_numbers(2)
     assert len(one) == len(two)

@@ -46,6 +46,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
+from .. import _threads
 from .._threads import on_one_thread_each, one_torch_thread
 from .spectral_bounds import extreme_quotients, gamma, gershgorin_upper, lower_bound, upper_bound
 
@@ -126,7 +127,7 @@ class ClusterQuadratics:
             return (torch.linalg.vector_norm(points, dim=(1, 2)).square(),
                     torch.matmul(self._sorted_responses[span[0]:span[1], None, :], points)[:, 0])
 
-        traces, offsets = zip(*on_one_thread_each(copy, _spans(m, _MACHINE_GROUPS), flops=4 * m * n * d))
+        traces, offsets = zip(*on_one_thread_each(copy, *_machine_groups(m, 4 * m * n * d)))
         self._traces = torch.cat(traces)[self._unsort].cpu().numpy()
         self._offsets = torch.cat(offsets)[self._unsort]
         self._members = [(cluster, self.membership == cluster) for cluster in np.unique(self.membership)]
@@ -236,17 +237,31 @@ class ClusterQuadratics:
         return None if None in factors else max(factors)
 
     def contractions(self, masks: list[np.ndarray], step: float) -> list[float | None]:
-        """:meth:`contraction` of each of ``masks`` (distinct) at ``step``, every one computed
-        whatever the others give, each on its own thread
-        (:func:`~cflbounds._threads.on_one_thread_each`: the same numbers as one by one); the
-        true clusters' Gram matrices they need first, each on every thread."""
-        for mask in masks:
+        """:meth:`contraction` of each of ``masks`` (distinct) at ``step``; None for the masks after
+        the first one that gives None, which are not solved (as one by one).
+
+        Large solves (``d^3`` at least ``PARALLEL_FLOPS`` in all) run at once, each on its own
+        thread (:func:`~cflbounds._threads.on_one_thread_each`: the same numbers as one by one),
+        the true clusters' Gram matrices they need first: then every mask up to the first with
+        fewer points than dimensions (its ``H`` is singular) is solved, even after one that does
+        not contract at ``step``. Which rule applies depends on the sizes only, never on the
+        thread count, so neither do the quadratics known afterwards (which decide later looks)."""
+        m, n, d = self._points.shape
+        solvable = next((i for i, mask in enumerate(masks) if int(mask.sum()) * n < d), len(masks))
+        if solvable * d ** 3 < _threads.PARALLEL_FLOPS:
+            factors = []
+            for mask in masks[:solvable]:
+                factors.append(self.contraction(mask, step))
+                if factors[-1] is None:
+                    break
+            return factors + [None] * (len(masks) - len(factors))
+        for mask in masks[:solvable]:
             if mask.tobytes() not in self._quadratics:
                 for cluster, from_block, _ in self._parts(mask):
                     if from_block:
                         self._block(cluster)  # the solves below only read the blocks
-        d = self._points.shape[-1]  # a solve: Cholesky factorisations, Lanczos, residuals
-        return on_one_thread_each(lambda mask: self.contraction(mask, step), masks, flops=len(masks) * d ** 3)
+        factors = on_one_thread_each(lambda mask: self.contraction(mask, step), masks[:solvable])
+        return factors + [None] * (len(masks) - solvable)
 
     @one_torch_thread()
     def contraction(self, mask: np.ndarray, step: float) -> float | None:
@@ -319,7 +334,7 @@ class ClusterQuadratics:
             torch.sub(torch.matmul(self._points[span[0]:span[1]], model), self._sorted_responses[span[0]:span[1]],
                       out=residuals[span[0]:span[1]])
 
-        on_one_thread_each(rows, _spans(residuals.shape[0], _MACHINE_GROUPS), flops=self._points.numel() * 2)
+        on_one_thread_each(rows, *_machine_groups(residuals.shape[0], 2 * self._points.numel()))
         return residuals
 
     @one_torch_thread()
@@ -348,8 +363,7 @@ class ClusterQuadratics:
                 estimate = torch.linalg.eigvalsh(grams)[..., -1].double()
                 return upper_bound(grams.double(), error[span[0]:span[1]], estimate)
 
-            upper = torch.cat(on_one_thread_each(bound, _spans(gram.shape[0], _MACHINE_GROUPS),
-                                                 flops=10 * gram.shape[0] * gram.shape[-1] ** 3))
+            upper = torch.cat(on_one_thread_each(bound, *_machine_groups(gram.shape[0], 10 * gram.shape[0] * gram.shape[-1] ** 3)))
             self._spectral = upper.clamp(min=0).sqrt().cpu().numpy()
         return self._spectral
 
@@ -365,8 +379,17 @@ class ClusterQuadratics:
             part = x[span[0]:span[1]]
             return torch.matmul(part, part.transpose(-1, -2)) if n <= d else torch.matmul(part.transpose(-1, -2), part)
 
-        gram = torch.cat(on_one_thread_each(grams, _spans(m, _MACHINE_GROUPS), flops=2 * m * n * d * min(n, d)))
+        gram = torch.cat(on_one_thread_each(grams, *_machine_groups(m, 2 * m * n * d * min(n, d))))
         return gram, torch.as_tensor(2 * gamma(max(n, d) + 2, x.dtype) * self._traces, device=x.device)
+
+
+def _machine_groups(machines: int, flops: float) -> tuple[list[tuple[int, int]], float]:
+    """The ``(start, stop)`` of the machines' groups for per-machine work of about ``flops``, and
+    ``flops`` (:func:`~cflbounds._threads.on_one_thread_each`'s arguments): ``_MACHINE_GROUPS``
+    groups when the work is worth threads (``PARALLEL_FLOPS``), else one, decided by the sizes
+    alone (a batched kernel's results do not depend on the batch it runs in, so neither choice
+    changes a number)."""
+    return _spans(machines, _MACHINE_GROUPS if flops >= _threads.PARALLEL_FLOPS else 1), flops
 
 
 def _spans(size: int, parts: int) -> list[tuple[int, int]]:
