@@ -412,7 +412,7 @@ def protocol_projection(figs: list[dict], gemm_gflops: float, loop_gflops: float
     return [
         ("full protocol, this CPU", hours(flops * seconds_per_flop),
          f"{len(protocol)} cells x 40 trials, {flops:.2g} flop with every run to T; extrapolated from the "
-         f"product's {1e12 * seconds_per_flop:.2f} s per Tflop on the cells above, {torch.get_num_threads()} threads"),
+         f"product's {1e12 * seconds_per_flop:.2f} s per Tflop on the cells above, at the threads the library chose"),
         ("  flop floor at GEMM rate", hours(flops * work / (gemm_gflops * 1e9)),
          f"{100 * work:.0f}% of the flops left by early exit, at {gemm_gflops:.0f} GFLOP/s "
          f"(without early exit: {hours(flops / (gemm_gflops * 1e9))})"),
