@@ -33,9 +33,10 @@ differently on two threads than on one, and these numbers end in the stored rows
 certificate's ``final_lower``, ``final_upper``), which must not depend on ``--threads`` or the
 executor. The cores come back through independent pieces run at once, each on one thread
 (:func:`cflbounds._threads.on_one_thread_each`), split the same way whatever the thread count:
-a Gram's ``_GRAM_BLOCKS`` row blocks, the per-machine work in ``_MACHINE_GROUPS`` groups (the
-float64 copy, residuals, spectral norms), and the quadratics of a partition's machine sets
-(:meth:`ClusterQuadratics.contractions`). Every number is the serial one, bit for bit. At paper
+a Gram's ``_GRAM_BLOCKS`` row blocks and, when the work is large, the per-machine work in
+``_MACHINE_GROUPS`` groups (the float64 copy, residuals, spectral norms) and the quadratics of a
+partition's machine sets (:meth:`ClusterQuadratics.contractions`). Every number is the serial
+one, bit for bit. At paper
 size on 2 threads this took the certificate from 3.4-3.5 s to 2.3 s on the benchmark cells
 (docs/performance.md, "The early-exit certificate").
 """
@@ -53,7 +54,8 @@ from .spectral_bounds import extreme_quotients, gamma, gershgorin_upper, lower_b
 __all__ = ["ClusterQuadratic", "ClusterQuadratics"]
 
 _GRAM_BLOCKS = 10  # a Gram's lower triangle in this many row blocks, one thread each
-_MACHINE_GROUPS = 4  # per-machine work (the float64 copy, residuals, spectral norms) in this many groups, one thread each
+# large per-machine work (the float64 copy, residuals, spectral norms) in this many groups, one thread each
+_MACHINE_GROUPS = 4
 # points per chunk of a float32 Gram: its rounding bound gamma_256 trace is 4.9 % of lambda_min at
 # paper size (trace / lambda_min = 3200); 128 points would halve that and take 1.4x the time
 # (104 against 74 ms per true cluster at one thread, float64: 133 ms)
@@ -121,7 +123,7 @@ class ClusterQuadratics:
         self._sorted_responses = self.responses[torch.as_tensor(order, device=features.device)]
         self._points = torch.empty(self._sorted.shape, dtype=torch.float64, device=features.device)
 
-        def copy(span):  # a group of machines' float64 points (fresh memory: its page faults too), ||X_i||_F^2, X_i^T y_i
+        def copy(span):  # a group's float64 points (fresh memory: its page faults too), ||X_i||_F^2, X_i^T y_i
             points = self._points[span[0]:span[1]]
             points.copy_(self._sorted[span[0]:span[1]])
             return (torch.linalg.vector_norm(points, dim=(1, 2)).square(),
@@ -237,15 +239,17 @@ class ClusterQuadratics:
         return None if None in factors else max(factors)
 
     def contractions(self, masks: list[np.ndarray], step: float) -> list[float | None]:
-        """:meth:`contraction` of each of ``masks`` (distinct) at ``step``; None for the masks after
-        the first one that gives None, which are not solved (as one by one).
+        """:meth:`contraction` of each of ``masks`` (distinct) at ``step``, None where there is
+        none; the caller needs them all, so it stops at the first None.
 
-        Large solves (``d^3`` at least ``PARALLEL_FLOPS`` in all) run at once, each on its own
-        thread (:func:`~cflbounds._threads.on_one_thread_each`: the same numbers as one by one),
-        the true clusters' Gram matrices they need first: then every mask up to the first with
-        fewer points than dimensions (its ``H`` is singular) is solved, even after one that does
-        not contract at ``step``. Which rule applies depends on the sizes only, never on the
-        thread count, so neither do the quadratics known afterwards (which decide later looks)."""
+        Small solves go one by one and stop there: the masks after the first None are not solved
+        (None). Large ones (``d^3`` at least ``PARALLEL_FLOPS`` in all) run at once, each on its
+        own thread (:func:`~cflbounds._threads.on_one_thread_each`: the same numbers as one by
+        one), the true clusters' Gram matrices they need first: every mask up to the first with
+        fewer points than dimensions (its ``H`` is singular: None, and None after it) is solved,
+        even after one that does not contract at ``step``. Which rule applies depends on the
+        sizes only, never on the thread count, so neither do the quadratics known afterwards
+        (which decide later looks)."""
         m, n, d = self._points.shape
         solvable = next((i for i, mask in enumerate(masks) if int(mask.sum()) * n < d), len(masks))
         if solvable * d ** 3 < _threads.PARALLEL_FLOPS:
@@ -327,7 +331,7 @@ class ClusterQuadratics:
 
     def _residual_matrix(self, model: torch.Tensor) -> torch.Tensor:
         """``X_i model - y_i`` of every machine, ``(m, n)`` in the copy's order (by true cluster), in
-        ``_MACHINE_GROUPS`` groups of machines, one thread each."""
+        groups of machines, one thread each (:func:`_machine_groups`)."""
         residuals = torch.empty(self._sorted_responses.shape, dtype=torch.float64, device=model.device)
 
         def rows(span):
@@ -353,8 +357,8 @@ class ClusterQuadratics:
         """Certified upper bounds on ``||X_i||_2`` for every machine: the largest eigenvalue of each
         machine's :meth:`_machine_grams` bounded by a Cholesky test in float64, placed by
         ``eigvalsh`` in the Grams' own dtype (an estimate: ``min(n, d)``-sized matrices, where it
-        places the tests best, in half Lanczos' time at paper size); in ``_MACHINE_GROUPS`` fixed
-        groups of machines, one thread each."""
+        places the tests best, in half Lanczos' time at paper size); in groups of machines, one
+        thread each (:func:`_machine_groups`)."""
         if self._spectral is None:
             gram, error = self._machine_grams()
 
@@ -363,7 +367,8 @@ class ClusterQuadratics:
                 estimate = torch.linalg.eigvalsh(grams)[..., -1].double()
                 return upper_bound(grams.double(), error[span[0]:span[1]], estimate)
 
-            upper = torch.cat(on_one_thread_each(bound, *_machine_groups(gram.shape[0], 10 * gram.shape[0] * gram.shape[-1] ** 3)))
+            groups = _machine_groups(gram.shape[0], 10 * gram.shape[0] * gram.shape[-1] ** 3)  # eigvalsh, Cholesky
+            upper = torch.cat(on_one_thread_each(bound, *groups))
             self._spectral = upper.clamp(min=0).sqrt().cpu().numpy()
         return self._spectral
 
@@ -371,7 +376,7 @@ class ClusterQuadratics:
         """Each machine's smaller Gram side, ``X_i X_i^T`` or ``X_i^T X_i``, in the features' own
         dtype (float32 in the protocol: half the float64 time), and a bound on each one's rounding,
         ``||fl(G) - G||_2 <= gamma_{max(n, d)} trace G`` in that dtype (doubled for the traces'
-        rounding); in ``_MACHINE_GROUPS`` fixed groups of machines, one thread each."""
+        rounding); in groups of machines, one thread each (:func:`_machine_groups`)."""
         x = self.features
         m, n, d = x.shape
 
@@ -386,9 +391,10 @@ class ClusterQuadratics:
 def _machine_groups(machines: int, flops: float) -> tuple[list[tuple[int, int]], float]:
     """The ``(start, stop)`` of the machines' groups for per-machine work of about ``flops``, and
     ``flops`` (:func:`~cflbounds._threads.on_one_thread_each`'s arguments): ``_MACHINE_GROUPS``
-    groups when the work is worth threads (``PARALLEL_FLOPS``), else one, decided by the sizes
-    alone (a batched kernel's results do not depend on the batch it runs in, so neither choice
-    changes a number)."""
+    groups when the work is worth threads (``PARALLEL_FLOPS``), else one. The choice depends on
+    the sizes alone, never on the thread count, so the stored numbers cannot follow the count
+    through it (and on this machine's kernels the groups give the ungrouped numbers: the
+    paper-size benchmark cells' rows are identical either way)."""
     return _spans(machines, _MACHINE_GROUPS if flops >= _threads.PARALLEL_FLOPS else 1), flops
 
 
