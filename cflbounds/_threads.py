@@ -121,7 +121,8 @@ def _forget_pool() -> None:
     _POOL.update(executor=None, workers=0, lock=threading.Lock())
 
 
-os.register_at_fork(after_in_child=_forget_pool)
+if hasattr(os, "register_at_fork"):  # POSIX; elsewhere no process forks
+    os.register_at_fork(after_in_child=_forget_pool)
 
 
 @contextlib.contextmanager
