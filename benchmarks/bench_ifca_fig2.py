@@ -407,16 +407,15 @@ def protocol_projection(figs: list[dict], gemm_gflops: float, loop_gflops: float
     seconds_per_flop = sum(f["t_product"] for f in figs) / bench_flops
     work = sum(f["slot_fraction_product"] * f["cell_flops"] for f in figs) / bench_flops  # share early exit leaves
     share = loop_gflops / gemm_gflops
-    hours = _hours
     seconds = {"protocol": flops * seconds_per_flop, "floor": flops * work / (gemm_gflops * 1e9)}
     return [
-        ("full protocol, this CPU", hours(flops * seconds_per_flop),
+        ("full protocol, this CPU", _hours(seconds["protocol"]),
          f"{len(protocol)} cells x 40 trials, {flops:.2g} flop with every run to T; extrapolated from the "
          f"product's {1e12 * seconds_per_flop:.2f} s per Tflop on the cells above, at the threads the library chose"),
-        ("  flop floor at GEMM rate", hours(flops * work / (gemm_gflops * 1e9)),
+        ("  flop floor at GEMM rate", _hours(seconds["floor"]),
          f"{100 * work:.0f}% of the flops left by early exit, at {gemm_gflops:.0f} GFLOP/s "
-         f"(without early exit: {hours(flops / (gemm_gflops * 1e9))})"),
-        ("  GPU estimate", hours(flops * work / (GPU_FP32_FLOPS * share)),
+         f"(without early exit: {_hours(flops / (gemm_gflops * 1e9))})"),
+        ("  GPU estimate", _hours(flops * work / (GPU_FP32_FLOPS * share)),
          f"same work at {GPU_FP32_FLOPS / 1e12:.1f} TFLOP/s FP32 x the loop's {100 * share:.0f}% of GEMM rate"),
     ], seconds
 
@@ -478,13 +477,12 @@ def print_summary(figs: list[dict], args) -> dict:
     # the problems' draws
     floor = sum(f["slot_fraction_product"] * f["cell_flops"] for f in figs) / (gemm * 1e9)
     loop = t_product - total("t_certificate") - total("t_generation")
+    table.append(("where the product's time goes", "", "(the four rows below sum to 100%)"))
     for name, seconds, note in (("  the loop's flop floor", floor, "its slot-iterations' flops at the GEMM rate"),
                                 ("  the loop beyond it", loop - floor,
                                  "narrow GEMMs, elementwise work, Python, the looks' bookkeeping"),
                                 ("  the certificate", total("t_certificate"), "as above"),
                                 ("  the problems' draws", total("t_generation"), "NumPy's normals, one thread")):
-        if name == "  the loop's flop floor":
-            table.append(("where the product's time goes", "", "(the four rows below sum to 100%)"))
         table.append((name, f"{100 * seconds / t_product:.1f}%", f"{seconds:.2f} s; {note}"))
     rows, protocol = protocol_projection(figs, gemm, loop_gflops)
     table += rows

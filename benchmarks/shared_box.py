@@ -13,19 +13,16 @@ import os
 import signal
 import time
 
+from cflbounds._threads import _machine_busy_ticks
+
 __all__ = ["busy_seconds", "Stage", "busy_neighbour"]
 
 
 def busy_seconds() -> float:
-    """CPU seconds all CPUs have been busy since boot (all processes), from ``/proc/stat``; NaN
-    where the machine does not say."""
-    try:
-        with open("/proc/stat") as stat:
-            fields = [int(x) for x in stat.readline().split()[1:]]
-    except OSError:
-        return float("nan")
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
-    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+    """CPU seconds all CPUs have been busy since boot (all processes), from ``/proc/stat`` (read
+    as the library's load following reads it); NaN where the machine does not say."""
+    ticks = _machine_busy_ticks()
+    return float("nan") if ticks is None else ticks[0] / os.sysconf("SC_CLK_TCK")
 
 
 class Stage:
