@@ -188,6 +188,29 @@ def test_a_refused_step_leaves_the_bounds_of_smaller_steps_intact(name):
     assert factor is None or factor >= step * exact[-1] - 1
 
 
+@pytest.mark.parametrize("dtype, n", [(torch.float64, 6), (torch.float32, 300)], ids=["float64", "float32 in chunks"])
+def test_a_union_of_solved_true_clusters_takes_weyls_bounds(dtype, n, monkeypatch):
+    """Once both true clusters are solved, the collapsed partition's bounds come from theirs
+    (Weyl: no Lanczos estimate, no Cholesky test) and still contain its exact spectrum, its fixed
+    point within its error of the least-squares solution; a set that is not a union of whole
+    true clusters is estimated and tested as before."""
+    quadratics, x, y, scale = make_problem(dtype, n)
+    clusters = [quadratics.quadratic(np.arange(12) % 2 == c) for c in (0, 1)]
+    estimates = []
+    monkeypatch.setattr("cflbounds.sweeps.cluster_quadratics.extreme_quotients",
+                        lambda matrix: estimates.append(matrix) or spectral_bounds.extreme_quotients(matrix))
+    collapsed = quadratics.quadratic(np.ones(12, bool))
+    assert estimates == []
+    exact = np.linalg.eigvalsh(scale * x.reshape(-1, 8).T @ x.reshape(-1, 8))
+    assert 0 < collapsed.lower <= exact[0] and collapsed.top_floor <= exact[-1] <= collapsed.upper
+    assert collapsed.lower == pytest.approx(clusters[0].lower + clusters[1].lower, rel=1e-12)
+    assert collapsed.top_floor == max(c.top_floor for c in clusters)
+    solution = np.linalg.lstsq(x.reshape(-1, 8), y.reshape(-1), rcond=None)[0]
+    assert np.linalg.norm(collapsed.fixed.numpy() - solution) <= collapsed.fixed_error + 1e-12
+    quadratics.quadratic(MASKS["true cluster with one moved"])
+    assert len(estimates) == 1
+
+
 def test_gram_machines_counts_what_is_left_to_compute():
     """The count the certificate weighs a new partition by: a near-true partition needs its true
     cluster's block (6 machines) plus the machine that moved, then only that machine once the

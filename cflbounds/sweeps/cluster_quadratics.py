@@ -17,7 +17,9 @@ near the true one (the only kind that can end below the threshold) then costs th
 the few machines that moved, and the collapsed partition a sum of blocks. The copy of the data
 is sorted by true cluster, so a true cluster's Gram reads its points in place. Eigenvalues are
 bounded by one Cholesky test each, placed by one Lanczos run per quadratic (both ends; ``eigh``
-for small ``d``, :mod:`cflbounds.sweeps.spectral_bounds`), not computed (a tenth of ``eigvalsh``).
+for small ``d``, :mod:`cflbounds.sweeps.spectral_bounds`), not computed (a tenth of ``eigvalsh``);
+a union of whole true clusters already solved (the collapsed partition) takes Weyl's bounds from
+theirs instead, at the cost of its factorisation alone (:meth:`ClusterQuadratics._whole_clusters`).
 
 Rounding. The Gram matrices' products (the clusters', in chunks of ``_CHUNK_POINTS`` points
 summed in float64, and the machines' small ones for their spectral norms) are computed in the
@@ -297,21 +299,52 @@ class ClusterQuadratics:
 
     def _solve(self, mask: np.ndarray) -> ClusterQuadratic | None:
         hessian, error = self._hessian(mask)
-        bottom, top = extreme_quotients(hessian)
-        lower, factor = lower_bound(hessian, error, bottom)
-        lower = float(lower)
-        if not lower > 0:
-            return None
+        clusters = self._whole_clusters(mask)
+        if clusters:  # Weyl's bounds from the clusters' certified ones: no estimate, no test
+            factor, info = torch.linalg.cholesky_ex(hessian)
+            if info != 0:
+                return None
+            summed = gamma(len(clusters))  # the sums' own rounding
+            lower = sum(cluster.lower for cluster in clusters) * (1 - summed)
+            upper = min(sum(cluster.upper for cluster in clusters) * (1 + summed),
+                        float(gershgorin_upper(hessian, error)))
+            top_floor = max(cluster.top_floor for cluster in clusters)
+        else:
+            bottom, top = extreme_quotients(hessian)
+            lower, factor = lower_bound(hessian, error, bottom)
+            lower = float(lower)
+            if not lower > 0:
+                return None
+            upper = float(gershgorin_upper(hessian, error))
+            # a Rayleigh quotient is below lambda_max: at or past 2 / step no upper bound can help
+            top_floor = float(top - error) * (1 - gamma(hessian.shape[0] + 2))
         offset = self.scale * self._offsets[torch.as_tensor(mask, device=self._offsets.device)].sum(0)
         fixed = torch.cholesky_solve(offset[:, None], factor)[:, 0]
         # ||x - x*|| <= ||H_exact x - b_exact|| / lambda_min, that gradient computed from the data in
         # float64 (not from H, whose float32 chunks' rounding bound would swamp it), plus its rounding
         residuals = self._residual_matrix(fixed)
         gradient, rounding = self._gradient(mask, fixed, residuals)
-        # a Rayleigh quotient is below lambda_max: at or past 2 / step no upper bound can help
-        top_floor = float(top - error) * (1 - gamma(hessian.shape[0] + 2))
-        return ClusterQuadratic(fixed, (gradient + rounding) / lower, lower, float(gershgorin_upper(hessian, error)),
+        return ClusterQuadratic(fixed, (gradient + rounding) / lower, lower, upper,
                                 self.residual_norms(fixed, residuals), top_floor=top_floor)
+
+    def _whole_clusters(self, mask: np.ndarray) -> list[ClusterQuadratic]:
+        """The known quadratics of the true clusters ``mask`` is the union of, when it is the union
+        of two or more whose quadratics are known (the collapsed partition's is); else empty.
+
+        Their ``H`` sum to ``mask``'s exactly, so (Weyl) ``lambda_min`` is at least the sum of
+        their certified lower bounds and ``lambda_max`` at most the sum of their upper ones, and
+        (each ``H`` positive definite) at least the largest of their Rayleigh quotients: bounds
+        that cost no Lanczos run and no Cholesky test. Looser than a test on the union's own
+        ``H`` (its ``lambda_min`` exceeds the sum), they serve partitions far from the true one,
+        whose fixed points mix several truths: a looser contraction factor only widens the
+        interval of a run that ends far above the threshold. The true clusters are solved first
+        (:meth:`true_contraction` orders the step sizes)."""
+        parts = self._parts(mask)
+        if len(parts) < 2 or any(not from_block or machines.size for _, from_block, machines in parts):
+            return []
+        clusters = [self._quadratics.get(members.tobytes()) for cluster, members in self._members
+                    if mask[members].all()]
+        return [] if any(cluster is None for cluster in clusters) else clusters
 
     def _gradient(self, mask: np.ndarray, model: torch.Tensor, residuals: torch.Tensor) -> tuple[float, float]:
         """``||c sum_{i in mask} X_i^T (X_i model - y_i)||`` (``H model - b``) from the float64 data,
