@@ -200,3 +200,26 @@ def test_certified_runs_are_marked_and_bounded():
     assert np.isfinite(rows.loc[decided, ["final_lower", "final_upper"]].to_numpy()).all()
     assert rows.loc[~decided, ["final_lower", "final_upper"]].isna().all().all()
     assert isinstance(rows, pd.DataFrame)
+
+
+def test_batches_hand_their_float64_copy_on_and_keep_their_rows(monkeypatch):
+    """With one trial per batch, each batch after the first builds its quadratics in the float64
+    storage the previous batch released, and the rows are those of fresh storage every time."""
+    from cflbounds.sweeps import ifca_fig2
+    from cflbounds.sweeps.cluster_quadratics import ClusterQuadratics
+
+    cell = fig2_cells(panels=("a",), overrides={"d": [32], "m": [12], "n": [16], "r": [0.5], "sigma": [0.1]},
+                      trials=3, restarts=2, iterations=60)[0]
+    monkeypatch.setattr(ifca_fig2, "trials_per_batch", lambda cell, device="cpu": 1)
+    given = []
+    original = ClusterQuadratics.of_problem.__func__
+
+    def of_problem(cls, *args):
+        given.append(args[-1])
+        return original(cls, *args)
+
+    monkeypatch.setattr(ClusterQuadratics, "of_problem", classmethod(of_problem))
+    reused = run_fig2_cell(cell)
+    assert given[0] is None and all(storage is not None for storage in given[1:]) and len(given) == 3
+    monkeypatch.setattr(ClusterQuadratics, "release", lambda self: None)  # every batch in fresh memory
+    pd.testing.assert_frame_equal(reused, run_fig2_cell(cell))

@@ -268,3 +268,27 @@ def test_float32_gram_is_within_its_rounding_bound(machines):
     gap = np.linalg.norm(quadratics._gram(machines).numpy() - exact, 2)
     bound = quadratics._gram_rounding * np.trace(exact)
     assert gap <= bound < 1e-4 * np.trace(exact)
+
+
+def test_a_given_storage_holds_the_same_quadratics_and_is_checked():
+    """Quadratics whose float64 copy lives in another problem's released storage are the ones
+    built in fresh memory, bit for bit; storage of the wrong shape is refused before any work,
+    and quadratics that gave their storage away cannot be used by mistake."""
+    fresh = make_problem()[0]
+    previous = make_problem(n=6)[0]
+    previous.quadratic(MASKS["true cluster"])
+    storage = previous.release()
+    rng = np.random.default_rng(5)
+    x = torch.as_tensor(rng.standard_normal((12, 6, 8)))
+    y = torch.as_tensor(rng.standard_normal((12, 6)))
+    reused = ClusterQuadratics(x, y, np.arange(12) % 2, 2.0 / 6 / 12, storage)
+    assert reused._points is storage
+    for name, mask in MASKS.items():
+        a, b = fresh.quadratic(mask), reused.quadratic(mask)
+        assert torch.equal(a.fixed, b.fixed) and (a.fixed_error, a.lower, a.upper) == (b.fixed_error, b.lower, b.upper), name
+    with pytest.raises(ValueError, match="cannot be stored"):
+        ClusterQuadratics(x, y, np.arange(12) % 2, 1.0, torch.empty(12, 6, 9, dtype=torch.float64))
+    with pytest.raises(ValueError, match="cannot be stored"):
+        ClusterQuadratics(x, y, np.arange(12) % 2, 1.0, torch.empty(12, 6, 8, dtype=torch.float32))
+    with pytest.raises((TypeError, AttributeError)):
+        previous.quadratic(MASKS["a mixed set"])

@@ -236,7 +236,7 @@ def run_fig2_cell(cell: dict, device: str = "cpu") -> pd.DataFrame:
     seeds = trial_seeds(cell["seed"], _problem_key(cell), cell["trials"])
     chunk = trials_per_batch(cell, device)
     decided = dict.fromkeys(STEP_SIZES[k], 0)  # step size -> trials of the cell a run at it succeeded in
-    frames = []
+    frames, storages = [], []  # the float64 copies of the previous batch's data, for the next batch's quadratics
     for start in range(0, len(seeds), chunk):
         problem = make_mixed_linear_regression(
             k, m, n, d, sigma=cell["sigma"], truth=cell["variant"], scale=cell["r"],
@@ -248,7 +248,8 @@ def run_fig2_cell(cell: dict, device: str = "cpu") -> pd.DataFrame:
             frames.append(_rows(cell, trials, _run(cell, problem, STEP_SIZES[k]), {}))
             continue
         quadratics = [ClusterQuadratics.of_problem(problem.features[b], problem.responses[b], problem.membership,
-                                                   LOSS_CONVENTIONS["mean"](n)) for b in range(problem.batch_size)]
+                                                   LOSS_CONVENTIONS["mean"](n), storages.pop() if storages else None)
+                      for b in range(problem.batch_size)]
         waiting = np.arange(problem.batch_size)  # trials of the batch no run has decided yet
         for steps in step_waves(STEP_SIZES[k], decided, quadratics):
             if waiting.size < problem.batch_size:
@@ -266,6 +267,7 @@ def run_fig2_cell(cell: dict, device: str = "cpu") -> pd.DataFrame:
             for step in steps:
                 decided[step] += succeeded.loc[succeeded["step_size"] == step, "trial"].nunique()
             waiting = waiting[~np.isin(trials[waiting], succeeded["trial"].to_numpy())]
+        storages = [quadratics_of.release() for quadratics_of in quadratics]
     order = {step: position for position, step in enumerate(STEP_SIZES[k])}
     rows = pd.concat(frames, ignore_index=True)
     return rows.sort_values(["trial", "restart", "step_size"], key=lambda column: column.map(order)
