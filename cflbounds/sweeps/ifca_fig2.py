@@ -137,10 +137,12 @@ def cell_memory(cell: dict, device: str = "cpu") -> dict[str, tuple[int, str]]:
     and their objects; once, six ``d x d`` work matrices (an assembled Hessian, its triangle
     copies, a shifted copy, a Cholesky factor, an identity), a gathered copy of machines' data
     for a Gram and the ``m n x n`` Gram matrices of the spectral norms; the larger
-    of the two phases counts. The previous batch's data, certificate and trace live on while the
-    next batch is drawn. On the host: the trace's ``(B, R, T+1, k, k)`` float64 distances and
-    every trial's rows, held three times while a cell is stored (frames, their concatenation,
-    the Parquet table), and a fixed overhead. Sizes are exact integers: an absurd size gives an
+    of the two phases counts. The previous batch's data and trace live on while the next batch
+    is drawn; its float64 copy becomes the next batch's
+    (:meth:`~cflbounds.sweeps.cluster_quadratics.ClusterQuadratics.release`). On the host: the
+    trace's ``(B, R, T+1, k, k)`` float64 distances and every trial's rows, held three times
+    while a cell is stored (frames, their concatenation, the Parquet table), and a fixed
+    overhead. Sizes are exact integers: an absurd size gives an
     absurd number, never an overflow.
     """
     k, m, n, d, T = cell["k"], cell["m"], cell["n"], cell["d"], cell["iterations"]
@@ -160,7 +162,7 @@ def cell_memory(cell: dict, device: str = "cpu") -> dict[str, tuple[int, str]]:
     parts = max(run, generation, key=lambda phase: sum(size for size, _ in phase.values()))
     trace = B * R * ((T + 1) * k * k * 8 + 2 * T * 4 + 2 * k * d * 8)
     if cell["trials"] > B:
-        parts["previous trial batch (--m, --n, --d)"] = (data * s + copy, place)
+        parts["previous trial batch (--m, --n, --d)"] = (data * s, place)
         trace *= 2
     rows = cell["trials"] * (R * (3 * (_ROW_BYTES + len(cell_key(cell))) + _RUN_OBJECTS) + _TRIAL_OBJECTS)
     return {**parts, "trace (--iterations, --restarts)": (trace, "host"),
