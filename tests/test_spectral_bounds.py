@@ -285,7 +285,8 @@ def test_a_given_storage_holds_the_same_quadratics_and_is_checked():
     assert reused._points is storage
     for name, mask in MASKS.items():
         a, b = fresh.quadratic(mask), reused.quadratic(mask)
-        assert torch.equal(a.fixed, b.fixed) and (a.fixed_error, a.lower, a.upper) == (b.fixed_error, b.lower, b.upper), name
+        assert torch.equal(a.fixed, b.fixed), name
+        assert (a.fixed_error, a.lower, a.upper) == (b.fixed_error, b.lower, b.upper), name
     with pytest.raises(ValueError, match="cannot be stored"):
         ClusterQuadratics(x, y, np.arange(12) % 2, 1.0, torch.empty(12, 6, 9, dtype=torch.float64))
     with pytest.raises(ValueError, match="cannot be stored"):

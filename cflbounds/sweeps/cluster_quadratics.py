@@ -134,7 +134,7 @@ class ClusterQuadratics:
                              f"stored in a {tuple(storage.shape)} {storage.dtype} {storage.device} tensor.")
         self._points = storage
 
-        def copy(span):  # a group's float64 points (fresh memory: its page faults too), ||X_i||_F^2, X_i^T y_i
+        def copy(span):  # a group's float64 points (and, in fresh storage, its page faults), ||X_i||_F^2, X_i^T y_i
             points = self._points[span[0]:span[1]]
             points.copy_(self._sorted[span[0]:span[1]])
             return (torch.linalg.vector_norm(points, dim=(1, 2)).square(),

@@ -142,8 +142,8 @@ def cell_memory(cell: dict, device: str = "cpu") -> dict[str, tuple[int, str]]:
     (:meth:`~cflbounds.sweeps.cluster_quadratics.ClusterQuadratics.release`). On the host: the
     trace's ``(B, R, T+1, k, k)`` float64 distances and every trial's rows, held three times
     while a cell is stored (frames, their concatenation, the Parquet table), and a fixed
-    overhead. Sizes are exact integers: an absurd size gives an
-    absurd number, never an overflow.
+    overhead. Sizes are exact integers: an absurd size gives an absurd number, never an
+    overflow.
     """
     k, m, n, d, T = cell["k"], cell["m"], cell["n"], cell["d"], cell["iterations"]
     B, R = min(cell["trials"], trials_per_batch(cell, device)), runs_per_trial(cell)
