@@ -10,6 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from cflbounds.sweeps import ifca_fig2
+from cflbounds.sweeps.cluster_quadratics import ClusterQuadratics
 from cflbounds.sweeps.ifca_fig2 import fig2_cells, run_fig2_cell, stable_step_sizes, trial_outcomes
 
 
@@ -205,9 +207,6 @@ def test_certified_runs_are_marked_and_bounded():
 def test_batches_hand_their_float64_copy_on_and_keep_their_rows(monkeypatch):
     """With one trial per batch, each batch after the first builds its quadratics in the float64
     storage the previous batch released, and the rows are those of fresh storage every time."""
-    from cflbounds.sweeps import ifca_fig2
-    from cflbounds.sweeps.cluster_quadratics import ClusterQuadratics
-
     cell = fig2_cells(panels=("a",), overrides={"d": [32], "m": [12], "n": [16], "r": [0.5], "sigma": [0.1]},
                       trials=3, restarts=2, iterations=60)[0]
     monkeypatch.setattr(ifca_fig2, "trials_per_batch", lambda cell, device="cpu": 1)
