@@ -42,14 +42,18 @@ class _Plan(NamedTuple):
     """What a partition's interval needs at one step size, computed once: per model whether
     some machine chose it, its quadratic's fixed point (rows of the models nobody chose: zero,
     they stay where they are), that point's error and the contraction factor (1 for those);
-    and the fixed points' distance score when every model is chosen (else None: it depends on
-    where the others stand)."""
+    the fixed points' distance score when every model is chosen (else None: it depends on
+    where the others stand); and every machine's residual norm at each chosen model's fixed
+    point (``(m, k)``, NaN in the columns of the others). NumPy float64 throughout: a look
+    checks runs one at a time, on arrays of ``k x d`` numbers, where each torch operation
+    costs more than the arithmetic."""
 
     chosen: np.ndarray
-    fixed: torch.Tensor
+    fixed: np.ndarray
     errors: np.ndarray
     factors: np.ndarray
     distance: float | None
+    norms: np.ndarray
 
 
 class FinalDistanceCertificate:
@@ -115,6 +119,7 @@ class FinalDistanceCertificate:
         retire = np.zeros(view.run.shape, dtype=bool)
         assignment = view.assignment.cpu().numpy()
         steps = view.step_size.double().cpu().numpy()
+        models = view.models.double().cpu().numpy()  # (B, C, k, d): one copy per look, not one per run
         remaining = self.iterations - view.iteration
         occupied = view.run >= 0
         shared = functools.cache(lambda row: _partition_counts(assignment[row], occupied[row]))
@@ -137,7 +142,7 @@ class FinalDistanceCertificate:
                 self._plans[plan_key] = self._plan(problem, partition, plan_key[2], view.models.shape[2])
             if self._plans[plan_key] is None:
                 continue  # no certificate for this partition at this step
-            decided = self._verdict(view, row, slot, problem, partition, self._plans[plan_key], remaining)
+            decided = self._verdict(models[row, slot], problem, partition, self._plans[plan_key], remaining)
             if decided is None:
                 continue
             verdict, lower, upper = decided
@@ -159,7 +164,7 @@ class FinalDistanceCertificate:
         quadratics = self.quadratics[problem]
         chosen = np.array([(partition == j).any() for j in range(k)])
         d = self.theta_star.shape[-1]
-        fixed = torch.zeros(k, d, dtype=torch.float64, device=quadratics.features.device)
+        fixed, norms = np.zeros((k, d)), np.full((len(partition), k), np.nan)
         errors, factors = np.zeros(k), np.ones(k)
         masks = [partition == j for j in np.flatnonzero(chosen)]
         contractions = quadratics.contractions(masks, step)  # the chosen models' quadratics at once
@@ -167,28 +172,26 @@ class FinalDistanceCertificate:
             return None
         for j, mask, factor in zip(np.flatnonzero(chosen), masks, contractions):
             quadratic = quadratics.quadratic(mask)
-            fixed[j], errors[j], factors[j] = quadratic.fixed, quadratic.fixed_error, factor
+            fixed[j], errors[j], factors[j] = quadratic.fixed.cpu().numpy(), quadratic.fixed_error, factor
+            norms[:, j] = quadratic.residual_norms
         distance = self._distance(problem, fixed) if chosen.all() else None
-        return _Plan(chosen, fixed, errors, factors, distance)
+        return _Plan(chosen, fixed, errors, factors, distance, norms)
 
-    def _distance(self, problem, centers: torch.Tensor) -> float:
+    def _distance(self, problem, centers: np.ndarray) -> float:
         """The protocol's distance score of the ``(k, d)`` centers to the problem's truths."""
-        truths = torch.as_tensor(self.theta_star[problem], device=centers.device)
-        return _score(torch.cdist(centers[None], truths[None])[0].cpu().numpy(), self.metric)
+        return _score(np.linalg.norm(centers[:, None] - self.theta_star[problem][None], axis=-1), self.metric)
 
-    def _verdict(self, view, row, slot, problem, partition, plan: _Plan, remaining):
+    def _verdict(self, models: np.ndarray, problem, partition, plan: _Plan, remaining):
         """``(verdict, lower, upper)`` if the run's final distance is certainly below
         (``success``) or above (``failure``) the threshold by the margin, else None. The
         interval comes first (it needs only the partition's ``plan``); the partition's certainty,
         which needs every machine's loss at every model, is checked only when the interval
-        decides."""
+        decides. ``models``: the run's ``(k, d)`` models in float64."""
         quadratics = self.quadratics[problem]
-        models = view.models[row, slot].double()
-        chosen = torch.as_tensor(plan.chosen, device=models.device)[:, None]
-        centers = torch.where(chosen, plan.fixed, models)  # a model nobody chose stays where it is: radius 0
+        centers = np.where(plan.chosen[:, None], plan.fixed, models)  # a model nobody chose stays where it is
         # the iterates stay within ||theta_j - x*|| <= radius of the exact fixed point x*, which is
         # within the error of the computed one
-        radii = (models - centers).norm(dim=-1).cpu().numpy() + plan.errors
+        radii = np.linalg.norm(models - centers, axis=-1) + plan.errors
         final_radius = plan.factors ** remaining * radii + plan.errors
         center_distance = self._distance(problem, centers) if plan.distance is None else plan.distance
         lower, upper = center_distance - final_radius.mean(), center_distance + final_radius.mean()
@@ -198,9 +201,9 @@ class FinalDistanceCertificate:
             verdict = "failure"
         else:
             return None
-        norms = np.stack([quadratics.quadratic(partition == j).residual_norms if chosen_j
-                          else quadratics.residual_norms(models[j]) for j, chosen_j in enumerate(plan.chosen)],
-                         axis=1)  # (m, k)
+        norms = plan.norms.copy()  # (m, k): the models nobody chose filled in below
+        for j in np.flatnonzero(~plan.chosen):
+            norms[:, j] = quadratics.residual_norms(torch.as_tensor(models[j], device=quadratics.features.device))
         spectral = quadratics.spectral_norms()
         reach = radii + plan.errors  # every iterate lies within this of the computed fixed point
         worst_own = norms[np.arange(len(partition)), partition] + spectral * reach[partition]
