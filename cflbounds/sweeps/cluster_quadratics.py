@@ -38,9 +38,8 @@ executor. The cores come back through independent pieces run at once, each on on
 a Gram's ``_GRAM_BLOCKS`` row blocks and, when the work is large, the per-machine work in
 ``_MACHINE_GROUPS`` groups (the float64 copy, residuals, spectral norms) and the quadratics of a
 partition's machine sets (:meth:`ClusterQuadratics.contractions`). Every number is the serial
-one, bit for bit. At paper
-size on 2 threads this took the certificate from 3.4-3.5 s to 2.3 s on the benchmark cells
-(docs/performance.md, "The early-exit certificate").
+one, bit for bit. At paper size on 2 threads this took the certificate from 3.4-3.5 s to 2.3 s
+on the benchmark cells (docs/performance.md, "The early-exit certificate").
 """
 from __future__ import annotations
 
