@@ -20,6 +20,8 @@ from hypothesis import strategies as st
 from cflbounds import InvalidParameterError
 from cflbounds.algorithms import ClusteringTrace, ifca, matched_distances
 from cflbounds.algorithms.initialization import initial_models
+from cflbounds.algorithms.rounds import one_hot
+from cflbounds.algorithms.squared_loss import chosen_residuals
 from cflbounds.synthetic import make_mixed_linear_regression
 
 from conftest import examples
@@ -269,6 +271,27 @@ def test_participation_masks_do_not_depend_on_the_step_size_grid():
                          record_assignments=True, seed=1)
             np.testing.assert_array_equal(grid.assignments[0, restart * 2 + s] >= 0,
                                           alone.assignments[0, restart] >= 0)
+
+
+_SPECIAL = st.sampled_from([0.0, -0.0, 1.5, -2.25, 3e38, -3e38, float("inf"), -float("inf"), float("nan")])
+
+
+@examples(60)
+@given(shape=st.tuples(*(st.integers(1, 3) for _ in range(4))), k=st.integers(1, 4),
+       dtype=st.sampled_from([torch.float32, torch.float64]), data=st.data())
+def test_chosen_residuals_are_the_one_hot_sum_bit_for_bit(shape, k, dtype, data):
+    """The accumulated form gives ``(residual * chosen).sum(-1)``'s bits: zeros' signs, infinities
+    and NaN where a model's residual is not finite, for all-zero (non-participating) rows too."""
+    B, m, n, C = shape
+    values = data.draw(st.lists(st.one_of(_SPECIAL, st.floats(-1e3, 1e3, width=32)),
+                                min_size=B * m * n * C * k, max_size=B * m * n * C * k))
+    residual = torch.tensor(values, dtype=dtype).reshape(B, m, n, C, k)
+    picks = data.draw(st.lists(st.integers(-1, k - 1), min_size=B * m * C, max_size=B * m * C))
+    chosen = one_hot(torch.tensor(picks).reshape(B, m, C), k, dtype)
+    expected, got = (residual * chosen[:, :, None]).sum(dim=-1), chosen_residuals(residual, chosen)
+    assert torch.equal(got.isnan(), expected.isnan())
+    finite = ~expected.isnan()
+    assert torch.equal(got[finite], expected[finite]) and torch.equal(got[finite].signbit(), expected[finite].signbit())
 
 
 # ---------------------------------------------------------------------------------------
