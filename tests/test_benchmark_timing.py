@@ -45,3 +45,19 @@ def test_bench_busy_core_counts_the_judgments_of_the_default_only():
     assert bench.run_once("falsify FC.H s", "fixed", 2)[2] == 0
     assert bench.judgment_seconds(50) > 0
     assert os.environ["CFLBOUNDS_THREADS"] == "fixed"  # the session's setting is given back
+
+
+def test_bench_loop_kernels_compares_each_kernel_with_its_plain_expression(monkeypatch, capsys):
+    """bench_loop_kernels.py finds each library kernel bitwise equal to the expression it replaced
+    (planted infinities, NaN and a signed zero included), and reports a kernel that is not."""
+    bench = load_benchmark("bench_loop_kernels")
+    monkeypatch.setattr(bench, "SHAPES", {"small": (2, 3, 4, 5, 3, 2)})
+    assert bench.main(["--repeats", "1"]) == 0
+    assert capsys.readouterr().out.count("bitwise equal") == 3
+
+    def first_model_only(residual, chosen):  # a wrong kernel: the first model's residual, whatever was chosen
+        return residual[..., 0].clone()
+
+    monkeypatch.setattr(bench, "chosen_residuals", first_model_only)
+    assert bench.main(["--repeats", "1"]) == 1
+    assert "small: chosen model's residual" in capsys.readouterr().out

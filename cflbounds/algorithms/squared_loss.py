@@ -63,8 +63,8 @@ def chosen_residuals(residual: torch.Tensor, chosen: torch.Tensor) -> torch.Tens
     so the order of the sum cannot round, a non-finite residual of any model still makes NaN,
     and the sum's ``+0`` start still makes a zero ``+0``). A reduction over a last dimension of
     ``k`` elements runs far below memory speed: at IFCA.F2's default cells (residuals ``(40, 32,
-    32, 20, 2)``, 2 threads) this takes 1.7 ms against its 4.9, at ``k = 4`` 1.8 against 2.6
-    (docs/performance.md, "The IFCA loop's elementwise work")."""
+    32, 20, 2)``, 2 threads) this takes 1.6 ms against its 4.8, at ``k = 4`` 1.7 against 2.7
+    (``benchmarks/bench_loop_kernels.py``; docs/performance.md, "The IFCA loop's elementwise work")."""
     chosen = chosen[:, :, None]
     own = residual.new_zeros(residual.shape[:-1])
     for j in range(residual.shape[-1]):
