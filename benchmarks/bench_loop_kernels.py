@@ -11,7 +11,10 @@ Per shape ``(B, m, n, d, C, k)`` (problems, machines, points, dimensions, run sl
 * the residuals: ``bmm(...).view(...) - responses[..., None, None]`` against
   :func:`~cflbounds.algorithms.squared_loss.residuals` (the subtraction in place);
 * the machines' gradients: ``matmul(...) * scale`` against
-  :func:`~cflbounds.algorithms.squared_loss.machine_gradients` (the scaling in place).
+  :func:`~cflbounds.algorithms.squared_loss.machine_gradients` (the scaling in place);
+* the one-hot choice: ``F.one_hot(assignment + 1, k + 1)[..., 1:].to(dtype)`` against
+  :func:`cflbounds.algorithms.rounds.one_hot` (a comparison with ``0..k-1``), machines outside
+  the round (``-1``) included.
 
 Each pair runs ``--repeats`` times, alternating, on the same tensors; printed: the median and
 the fastest of each, their ratio, and whether the two are bitwise equal (NaN where NaN) on
@@ -50,7 +53,9 @@ def _pairs(shape):
     models = torch.randn(B, C, k, d, generator=generator)
     residual = residuals(features, responses, models)
     residual[0, 0, 0, 0, -1], residual[0, -1, 0, 0, 0], residual[0, 0, -1, -1, 0] = float("inf"), float("nan"), -0.0
-    chosen = one_hot(residual.square().sum(dim=2).argmin(dim=-1), k, residual.dtype)
+    assignment = residual.square().sum(dim=2).argmin(dim=-1)
+    assignment[:, 0] = -1  # a machine outside the round
+    chosen = one_hot(assignment, k, residual.dtype)
     own = chosen_residuals(residual, chosen).nan_to_num()
 
     def plain_residuals():
@@ -63,6 +68,8 @@ def _pairs(shape):
         "residuals": (plain_residuals, lambda: residuals(features, responses, models)),
         "machine gradients": (lambda: torch.matmul(own.transpose(-1, -2), features) * SCALE,
                               lambda: machine_gradients(features, own, SCALE)),
+        "one-hot choice": (lambda: torch.nn.functional.one_hot(assignment + 1, k + 1)[..., 1:].to(residual.dtype),
+                           lambda: one_hot(assignment, k, residual.dtype)),
     }
 
 

@@ -81,8 +81,8 @@ def one_hot(assignment: torch.Tensor, k: int, dtype: torch.dtype) -> torch.Tenso
     """``s_{i,j}`` (``r_{i,p}`` in CFL-MGD) as ``(B, m, C, k)``; non-participants are all-zero.
 
     A comparison with ``0..k-1``, not ``torch.nn.functional.one_hot`` (which checks the labels'
-    range, builds int64 and is cast): the same zeros and ones in a third of its time at
-    IFCA.F2's default cells (0.16 against 0.45 ms, ``(40, 32, 20)`` at k = 2), every iteration."""
+    range, builds int64 and is cast): the same zeros and ones in less time, every iteration
+    (``benchmarks/bench_loop_kernels.py``)."""
     return (assignment[..., None] == torch.arange(k, device=assignment.device)).to(dtype)
 
 

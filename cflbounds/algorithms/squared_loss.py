@@ -62,9 +62,10 @@ def chosen_residuals(residual: torch.Tensor, chosen: torch.Tensor) -> torch.Tens
     ``(residual * chosen[:, :, None]).sum(dim=-1)`` (every product but one is an exact zero,
     so the order of the sum cannot round, a non-finite residual of any model still makes NaN,
     and the sum's ``+0`` start still makes a zero ``+0``). A reduction over a last dimension of
-    ``k`` elements runs far below memory speed: at IFCA.F2's default cells (residuals ``(40, 32,
-    32, 20, 2)``, 2 threads) this takes 1.6 ms against its 4.8, at ``k = 4`` 1.7 against 2.7
-    (``benchmarks/bench_loop_kernels.py``; docs/performance.md, "The IFCA loop's elementwise work")."""
+    ``k`` elements runs far below memory speed: at IFCA.F2's default cells (k = 2, 2 threads)
+    this takes about a third of its time, at ``k = 4`` about two thirds; on tiny tensors, where
+    the k dispatches dominate, slightly more (``benchmarks/bench_loop_kernels.py``;
+    docs/performance.md, "The IFCA loop's elementwise work")."""
     chosen = chosen[:, :, None]
     own = residual.new_zeros(residual.shape[:-1])
     for j in range(residual.shape[-1]):
