@@ -9,6 +9,7 @@ success below it, and the final distance lies inside the certified interval.
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from cflbounds.sweeps import ifca_fig2
 from cflbounds.sweeps.cluster_quadratics import ClusterQuadratics
@@ -222,3 +223,45 @@ def test_batches_hand_their_float64_copy_on_and_keep_their_rows(monkeypatch):
     assert given[0] is None and all(storage is not None for storage in given[1:]) and len(given) == 3
     monkeypatch.setattr(ClusterQuadratics, "release", lambda self: None)  # every batch in fresh memory
     pd.testing.assert_frame_equal(reused, run_fig2_cell(cell))
+
+
+def test_batches_drawn_together_keep_their_rows(monkeypatch):
+    """With one trial per batch, the problems of one, two or three batches drawn together (one
+    per thread: :func:`~cflbounds.sweeps.ifca_fig2.batches_drawn_at_once`) give the rows of
+    batches drawn one by one; the draws really come in those groups."""
+    cell = fig2_cells(panels=("a",), overrides={"d": [32], "m": [12], "n": [16], "r": [0.5], "sigma": [0.1]},
+                      trials=3, restarts=2, iterations=60)[0]
+    monkeypatch.setattr(ifca_fig2, "trials_per_batch", lambda cell, device="cpu": 1)
+    drawn, original = [], ifca_fig2.make_mixed_linear_regression
+
+    def counted(*args, **kwargs):
+        drawn.append(kwargs["batch_size"])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(ifca_fig2, "make_mixed_linear_regression", counted)
+    frames = []
+    for together in (1, 2, 3):
+        monkeypatch.setattr(ifca_fig2, "batches_drawn_at_once", lambda cell, device="cpu", together=together: together)
+        drawn.clear()
+        frames.append(run_fig2_cell(cell))
+        assert drawn == {1: [1, 1, 1], 2: [2, 1], 3: [3]}[together]
+    for frame in frames[1:]:
+        pd.testing.assert_frame_equal(frame, frames[0])
+
+
+@pytest.mark.parametrize("trials, batch_bytes, threads, expected", [
+    (3, 1, 2, 2),   # one trial per batch: two batches drawn together, one per thread
+    (1, 1, 2, 1),   # never more batches than the cell has
+    (3, 1, 1, 1),   # one thread: one batch at a time
+    (40, 2, 2, 1),  # two trials per batch already fill two threads
+    (40, 1, 3, 3),
+])
+def test_batches_drawn_at_once_fill_the_threads(monkeypatch, trials, batch_bytes, threads, expected):
+    cell = fig2_cells(panels=("a",), overrides={"d": [32], "m": [12], "n": [16]}, trials=trials)[0]
+    monkeypatch.setattr(ifca_fig2, "_BATCH_BYTES", {"cpu": batch_bytes * 12 * 16 * 32 * 4})
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        assert ifca_fig2.batches_drawn_at_once(cell) == expected
+    finally:
+        torch.set_num_threads(previous)

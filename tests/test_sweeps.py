@@ -334,7 +334,7 @@ def test_store_names_a_corrupt_manifest(tmp_path):
 _PEAK_SCRIPT = """
 import json, os, sys, tempfile
 import torch
-torch.set_num_threads(1)
+torch.set_num_threads(int(sys.argv[2]))
 from cflbounds.sweeps.grid import cell_key
 from cflbounds.sweeps.ifca_fig2 import cell_memory, fig2_cells, run_fig2_cell
 from cflbounds.sweeps.store import ResultStore
@@ -358,24 +358,30 @@ with tempfile.TemporaryDirectory() as directory:
                         "certified": int((rows["certified"] != "").sum())})
 print(json.dumps(results))
 """
-_PEAK_CELLS = [  # what dominates: data and the early-exit certificate; trials' rows and trace
-    # 4 restarts x 3 steps over 200 iterations: enough run-iterations for the certificate to be worth its Grams
-    ({"m": [150], "n": [100], "d": [1000], "r": [1.0], "sigma": [0.1]}, {"trials": 1, "restarts": 4, "iterations": 200}),
-    ({"m": [8], "n": [10], "d": [20], "r": [0.5], "sigma": [0.1]}, {"trials": 3000, "restarts": 3, "iterations": 20}),
-]
+_PEAK_CELLS = {  # torch threads -> cells; what dominates: data and the early-exit certificate; trials' rows and trace
+    1: [
+        # 4 restarts x 3 steps over 200 iterations: enough run-iterations for the certificate to be worth its Grams
+        ({"m": [150], "n": [100], "d": [1000], "r": [1.0], "sigma": [0.1]}, {"trials": 1, "restarts": 4, "iterations": 200}),
+        ({"m": [8], "n": [10], "d": [20], "r": [0.5], "sigma": [0.1]}, {"trials": 3000, "restarts": 3, "iterations": 20}),
+    ],
+    # one paper-size trial per batch: two threads draw two batches' problems together and hold both
+    2: [({"m": [100], "n": [100], "d": [1000], "r": [1.0], "sigma": [0.1]}, {"trials": 3, "restarts": 4, "iterations": 200})],
+}
 
 
 @pytest.mark.skipif(not os.access("/proc/self/clear_refs", os.W_OK), reason="needs Linux's resettable peak RSS")
-def test_cell_memory_bounds_the_measured_peak():
+@pytest.mark.parametrize("threads", sorted(_PEAK_CELLS))
+def test_cell_memory_bounds_the_measured_peak(threads):
     """The estimate the sweep checks against free memory, against what a fresh process really
     holds at its peak (resident set high-water mark) while it runs and stores a cell: never
     below it (a refusal must not be needed to avoid an out-of-memory kill), and at most twice
     it (measured 1.55-1.7x on the paper-size cell: the estimate assumes the certificate's worst
     case and a fixed 64 MB overhead; 1.2-1.4x on the 3000 small problems, whose quadratics'
-    objects it counts per problem), so a sweep that fits is not refused."""
-    script = [sys.executable, "-c", _PEAK_SCRIPT, json.dumps(_PEAK_CELLS)]
+    objects it counts per problem), so a sweep that fits is not refused. On two threads, with
+    two batches' problems drawn and held together, likewise."""
+    script = [sys.executable, "-c", _PEAK_SCRIPT, json.dumps(_PEAK_CELLS[threads]), str(threads)]
     result = subprocess.run(script, capture_output=True, text=True, timeout=600,
-                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+                            env={**os.environ, "OMP_NUM_THREADS": str(threads)})
     assert result.returncode == 0, result.stderr
     cells = json.loads(result.stdout)
     assert cells[0]["certified"] > 0  # the certificate's allocations did happen

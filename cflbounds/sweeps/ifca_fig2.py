@@ -107,6 +107,17 @@ def trials_per_batch(cell: dict, device: str = "cpu") -> int:
     return max(1, _BATCH_BYTES[resolve_device(device).type] // (cell["m"] * cell["n"] * cell["d"] * 4))
 
 
+def batches_drawn_at_once(cell: dict, device: str = "cpu") -> int:
+    """How many of the cell's batches of trials have their problems drawn together: enough to give
+    each torch thread a problem (one problem's stream is drawn on one thread,
+    :mod:`cflbounds.synthetic.batch_draws`), at most the cell's batches. With one paper-size trial
+    per batch, two threads draw two batches' problems in the time of one."""
+    import torch
+
+    batch = min(cell["trials"], trials_per_batch(cell, device))
+    return max(1, min(-(-cell["trials"] // batch), -(-torch.get_num_threads() // batch)))
+
+
 def runs_per_trial(cell: dict) -> int:
     """Restarts x step sizes: the runs of one trial (data seed)."""
     return cell["restarts"] * len(STEP_SIZES[cell["k"]])
@@ -128,8 +139,9 @@ def cell_memory(cell: dict, device: str = "cpu") -> dict[str, tuple[int, str]]:
     ``{part (and the options that set it): (bytes, "device" or "host")}``.
 
     Counted from the shapes it allocates (``B`` trials per batch, ``R`` runs per trial, ``s``
-    bytes per float). A batch's data is drawn one problem at a time in float64 on the host,
-    then cast (``B (m n d + m n) s``); the run then holds the data (twice when ``B > 1``: a
+    bytes per float). The problems of :func:`batches_drawn_at_once` batches are drawn together,
+    one per torch thread at a time, in float64 on the host, then cast (``B (m n d + m n) s`` per
+    batch) and held until their batches end; a run holds its batch's data (twice when ``B > 1``: a
     batch that loses a problem is compacted into a copy), each iteration's four ``B m n R k``
     tensors (predictions, residuals, squares, masked) and the models, and the early-exit
     certificate: per problem its float64 copy of the data, the true clusters' ``k`` Gram
@@ -137,32 +149,39 @@ def cell_memory(cell: dict, device: str = "cpu") -> dict[str, tuple[int, str]]:
     and their objects; once, six ``d x d`` work matrices (an assembled Hessian, its triangle
     copies, a shifted copy, a Cholesky factor, an identity), a gathered copy of machines' data
     for a Gram and the ``m n x n`` Gram matrices of the spectral norms; the larger
-    of the two phases counts. The previous batch's data and trace live on while the next batch
-    is drawn; its float64 copy becomes the next batch's
+    of the two phases counts. The previous batches' data and the previous batch's trace live on
+    while the next batches are drawn; a batch's float64 copy becomes the next batch's
     (:meth:`~cflbounds.sweeps.cluster_quadratics.ClusterQuadratics.release`). On the host: the
     trace's ``(B, R, T+1, k, k)`` float64 distances and every trial's rows, held three times
     while a cell is stored (frames, their concatenation, the Parquet table), and a fixed
     overhead. Sizes are exact integers: an absurd size gives an absurd number, never an
     overflow.
     """
+    import torch
+
     k, m, n, d, T = cell["k"], cell["m"], cell["n"], cell["d"], cell["iterations"]
     B, R = min(cell["trials"], trials_per_batch(cell, device)), runs_per_trial(cell)
     s = 4 if cell["dtype"] == "float32" else 8
     data = B * (m * n * d + m * n)
     copy = data * 8 if cell["early_exit"] and s == 4 else 0  # the certificate's; .double() of float64 is no copy
     place = "device" if resolve_device(device).type == "cuda" else "host"
-    run = {"data (--m, --n, --d)": (data * s * (2 if B > 1 else 1), place),
+    ahead = batches_drawn_at_once(cell, device)
+    drawn = ahead * data * s  # the problems drawn together, held until their batches end
+    run = {"data (--m, --n, --d)": (drawn + (data * s if B > 1 else 0), place),
            "iteration tensors (--m, --n, --restarts)": (4 * B * m * n * R * k * s + 4 * B * R * k * d * s, place)}
     if cell["early_exit"]:
         per_problem = (k * d * d + m * d + 4 * (d + m)) * 8 + _PROBLEM_OBJECTS
         run["early-exit certificate (--d, --m, --n)"] = (
             copy + (6 * d * d + m * n * d + 2 * m * n * n) * 8 + B * per_problem, place)
-    generation = {"data (--m, --n, --d)": (data * s, place),
-                  "float64 draw of one problem (--m, --n, --d)": ((m * n * d + 2 * m * n) * 8, "host")}
+    at_once = min(torch.get_num_threads(), ahead * B)  # one per thread
+    generation = {"data (--m, --n, --d)": (drawn, place),
+                  "float64 draws of the problems drawn at once (--m, --n, --d)": (
+                      at_once * (m * n * d + 2 * m * n) * 8, "host")}
     parts = max(run, generation, key=lambda phase: sum(size for size, _ in phase.values()))
     trace = B * R * ((T + 1) * k * k * 8 + 2 * T * 4 + 2 * k * d * 8)
     if cell["trials"] > B:
-        parts["previous trial batch (--m, --n, --d)"] = (data * s, place)
+        if cell["trials"] > ahead * B:
+            parts["previous trial batches (--m, --n, --d)"] = (drawn, place)
         trace *= 2
     rows = cell["trials"] * (R * (3 * (_ROW_BYTES + len(cell_key(cell))) + _RUN_OBJECTS) + _TRIAL_OBJECTS)
     return {**parts, "trace (--iterations, --restarts)": (trace, "host"),
@@ -239,12 +258,7 @@ def run_fig2_cell(cell: dict, device: str = "cpu") -> pd.DataFrame:
     chunk = trials_per_batch(cell, device)
     decided = dict.fromkeys(STEP_SIZES[k], 0)  # step size -> trials of the cell a run at it succeeded in
     frames, storages = [], []  # the float64 copies of the previous batch's data, for the next batch's quadratics
-    for start in range(0, len(seeds), chunk):
-        problem = make_mixed_linear_regression(
-            k, m, n, d, sigma=cell["sigma"], truth=cell["variant"], scale=cell["r"],
-            batch_size=len(seeds[start:start + chunk]), seed=list(seeds[start:start + chunk]), dtype=cell["dtype"],
-            device=device,
-        )
+    for start, problem in _batches(cell, seeds, chunk, device):
         trials = np.arange(start, start + problem.batch_size)
         if not cell["early_exit"]:
             frames.append(_rows(cell, trials, _run(cell, problem, STEP_SIZES[k]), {}))
@@ -274,6 +288,20 @@ def run_fig2_cell(cell: dict, device: str = "cpu") -> pd.DataFrame:
     rows = pd.concat(frames, ignore_index=True)
     return rows.sort_values(["trial", "restart", "step_size"], key=lambda column: column.map(order)
                             if column.name == "step_size" else column, kind="stable", ignore_index=True)
+
+
+def _batches(cell, seeds, chunk: int, device):
+    """``(first trial, problem batch)`` for each batch of ``chunk`` trials of the cell, their
+    problems drawn :func:`batches_drawn_at_once` batches together (views of one draw)."""
+    together = chunk * batches_drawn_at_once(cell, device)
+    for group in range(0, len(seeds), together):
+        drawn = make_mixed_linear_regression(
+            cell["k"], cell["m"], cell["n"], cell["d"], sigma=cell["sigma"], truth=cell["variant"], scale=cell["r"],
+            batch_size=len(seeds[group:group + together]), seed=list(seeds[group:group + together]),
+            dtype=cell["dtype"], device=device,
+        )
+        for start in range(0, drawn.batch_size, chunk):
+            yield group + start, drawn.slice(start, min(start + chunk, drawn.batch_size))
 
 
 def _run(cell, problem, steps, certificate=None):

@@ -42,6 +42,7 @@ from scipy import optimize, special
 
 from .._torch import TENSOR_CONSTRAINTS, resolve_device, resolve_dtype
 from .._validation import ArrayLike, Interval, NoneOK, require, validate_params
+from .batch_draws import draw_batch
 from .mixed_linear_regression import cluster_sizes
 from .planted_clusters import PlantedClusters
 from .seeding import BATCH_CONSTRAINTS, problem_seeds, stream
@@ -260,16 +261,16 @@ class LogisticMixture(PlantedClusters):
 
 
 def _sample_batch(rngs, teachers, membership, n, dtype, device):
-    """Gaussian features and teacher labels, problem ``b`` from ``rngs[b]`` (set-up: not a hot path)."""
-    B, m, d = len(rngs), membership.shape[0], teachers.shape[-1]
-    features = torch.empty((B, m, n, d), dtype=dtype, device=device)
-    labels = torch.empty((B, m, n), dtype=dtype, device=device)
-    for b, rng in enumerate(rngs):
+    """Gaussian features and teacher labels, problem ``b`` from ``rngs[b]`` (the problems at
+    once, one per thread: :func:`~.batch_draws.draw_batch`)."""
+    m, d = membership.shape[0], teachers.shape[-1]
+
+    def one_problem(rng, b):
         x = rng.standard_normal((m, n, d))
         probability = special.expit(np.einsum("mnd,md->mn", x, teachers[b][membership]))
-        features[b] = torch.as_tensor(x)
-        labels[b] = torch.as_tensor(np.where(rng.random((m, n)) < probability, 1.0, -1.0))
-    return features, labels
+        return x, np.where(rng.random((m, n)) < probability, 1.0, -1.0)
+
+    return tuple(draw_batch(rngs, one_problem, [(m, n, d), (m, n)], dtype, device))
 
 
 def _centers(rng, k, d, norm):

@@ -34,6 +34,7 @@ from .._validation import (
     require,
     validate_params,
 )
+from .batch_draws import draw_batch
 from .planted_clusters import PlantedClusters
 from .seeding import BATCH_CONSTRAINTS, problem_seeds, stream
 
@@ -122,13 +123,21 @@ class MixedLinearRegression(PlantedClusters):
                              self.dtype, self.device)
 
     def subset(self, index) -> "MixedLinearRegression":
-        """The problems at ``index`` (a sequence of batch positions) as a new batch."""
+        """The problems at ``index`` (a sequence of batch positions) as a new batch (a copy)."""
         index = list(index)
         position = torch.as_tensor(index, device=self.device)
+        return self._problems(index, lambda tensor: tensor.index_select(0, position))
+
+    def slice(self, start: int, stop: int) -> "MixedLinearRegression":
+        """Problems ``start`` to ``stop - 1`` as a new batch whose tensors are views of this
+        batch's (no copy: this batch's memory lives as long as either)."""
+        return self._problems(list(range(start, stop)), lambda tensor: tensor[start:stop])
+
+    def _problems(self, index: list[int], select) -> "MixedLinearRegression":
         return MixedLinearRegression(
-            features=self.features.index_select(0, position),
-            responses=self.responses.index_select(0, position),
-            theta_star=self.theta_star.index_select(0, position),
+            features=select(self.features),
+            responses=select(self.responses),
+            theta_star=select(self.theta_star),
             theta_star_exact=self.theta_star_exact[index],
             membership=self.membership,
             sigma=self.sigma,
@@ -201,14 +210,10 @@ def _draw_truth(rng: np.random.Generator, k: int, d: int, truth: str, scale: flo
 
 def _sample_batch(rngs, centers, membership, n, sigma, dtype, device):
     """``(B, m, n, d)`` features and ``(B, m, n)`` responses, problem ``b`` from ``rngs[b]``
-    (generation, once per problem: not a hot path)."""
-    B, m, d = len(rngs), membership.shape[0], centers.shape[-1]
-    features = torch.empty((B, m, n, d), dtype=dtype, device=device)
-    responses = torch.empty((B, m, n), dtype=dtype, device=device)
-    for b, rng in enumerate(rngs):
-        x, y = _sample_machines(rng, centers[b], membership, n, sigma)
-        features[b], responses[b] = torch.as_tensor(x), torch.as_tensor(y)
-    return features, responses
+    (the problems at once, one per thread: :func:`~.batch_draws.draw_batch`)."""
+    m, d = membership.shape[0], centers.shape[-1]
+    return tuple(draw_batch(rngs, lambda rng, b: _sample_machines(rng, centers[b], membership, n, sigma),
+                            [(m, n, d), (m, n)], dtype, device))
 
 
 def _sample_machines(rng, theta_star, membership, n, sigma):
