@@ -482,7 +482,7 @@ def print_summary(figs: list[dict], args) -> dict:
                                 ("  the loop beyond it", loop - floor,
                                  "narrow GEMMs, elementwise work, Python, the looks' bookkeeping"),
                                 ("  the certificate", total("t_certificate"), "as above"),
-                                ("  the problems' draws", total("t_generation"), "NumPy's normals, one thread")):
+                                ("  the problems' draws", total("t_generation"), "NumPy's normals, one problem per thread")):
         table.append((name, f"{100 * seconds / t_product:.1f}%", f"{seconds:.2f} s; {note}"))
     rows, protocol = protocol_projection(figs, gemm, loop_gflops)
     table += rows

@@ -7,6 +7,7 @@ from typing import Callable
 
 import torch
 
+from cflbounds._threads import one_torch_thread
 from cflbounds.sweeps import ifca_fig2
 
 __all__ = ["cholesky_seconds", "time_certificate"]
@@ -73,13 +74,18 @@ def time_certificate(clock: Callable[[], float]) -> type:
 
 def cholesky_seconds(d: int, clock: Callable[[], float], repeats: int = 5) -> float:
     """The median ``clock`` seconds of one Cholesky factorisation of a ``d x d`` float64 matrix
-    (a ``lambda_min`` test; its time does not depend on the values)."""
+    on one torch thread, as the certificate factorises (a ``lambda_min`` test; its time does not
+    depend on the values). MKL factorises a paper-size matrix about 2x faster on two threads (26
+    against 14 ms, medians of 15 alternating, 2026-11-28), but the certificate's numbers must not
+    follow the thread count (:func:`cflbounds._threads.one_torch_thread`): its floor runs one test
+    per thread at once (:meth:`floor_seconds`)."""
     generator = torch.Generator().manual_seed(0)
     x = torch.randn(2 * d, d, dtype=torch.float64, generator=generator)
     matrix = x.T @ x
     times = []
-    for _ in range(repeats + 1):  # the first is a warm-up
-        start = clock()
-        torch.linalg.cholesky_ex(matrix)
-        times.append(clock() - start)
+    with one_torch_thread():
+        for _ in range(repeats + 1):  # the first is a warm-up
+            start = clock()
+            torch.linalg.cholesky_ex(matrix)
+            times.append(clock() - start)
     return statistics.median(times[1:])

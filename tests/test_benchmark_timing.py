@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import time
 
+import torch
+
 from cflbounds.sweeps import ifca_fig2
 from cflbounds.sweeps.ifca_fig2 import fig2_cells, run_fig2_cell
 from conftest import load_benchmark
@@ -33,6 +35,28 @@ def test_timed_certificate_counts_its_floor_inside_the_product(monkeypatch):
     assert timed.floor_seconds(cholesky, 2) == timed.gram_seconds + timed.machine_gram_seconds + timed.blocks * cholesky / 2
     timed.reset()
     assert (timed.seconds, timed.gram_seconds, timed.machine_gram_seconds, timed.blocks) == (0, 0, 0, 0)
+
+
+def test_the_floors_cholesky_is_timed_on_one_thread_as_the_certificate_factorises(monkeypatch):
+    """The floor's ``lambda_min`` test is the certificate's: on one torch thread whatever the
+    caller's count (on two, MKL would factorise about twice as fast, a floor the certificate,
+    whose numbers must not follow the count, cannot reach)."""
+    timed_certificate = load_benchmark("timed_certificate")
+    counts, factorise = [], torch.linalg.cholesky_ex
+
+    def counted(matrix):
+        counts.append(torch.get_num_threads())
+        return factorise(matrix)
+
+    monkeypatch.setattr(torch.linalg, "cholesky_ex", counted)
+    previous = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        assert timed_certificate.cholesky_seconds(64, time.perf_counter, repeats=3) > 0
+        assert torch.get_num_threads() == 2  # the caller's count comes back
+    finally:
+        torch.set_num_threads(previous)
+    assert counts == [1] * 4
 
 
 def test_bench_busy_core_counts_the_judgments_of_the_default_only():
