@@ -249,6 +249,29 @@ def test_batches_drawn_together_keep_their_rows(monkeypatch):
         pd.testing.assert_frame_equal(frame, frames[0])
 
 
+def test_idle_models_checked_at_once_keep_the_rows(monkeypatch):
+    """The models nobody chose, whose residual norms a look's certainty checks need, computed for
+    all the look's runs of a problem in one pass (forced here at a small size) give the rows of
+    one pass per model; the passes really take several models."""
+    from cflbounds.sweeps import certificate
+
+    cell = fig2_cells(panels=("a",), overrides={"d": [32], "m": [12], "n": [16], "r": [0.5], "sigma": [0.1]},
+                      trials=3, restarts=4, iterations=60)[0]
+    batched, original = [], ClusterQuadratics.remember_residual_norms
+
+    def counted(self, models):
+        batched.append(len(models))
+        return original(self, models)
+
+    monkeypatch.setattr(ClusterQuadratics, "remember_residual_norms", counted)
+    monkeypatch.setattr(certificate, "PARALLEL_FLOPS", float("inf"))
+    one_by_one = run_fig2_cell(cell)
+    assert batched == []
+    monkeypatch.setattr(certificate, "PARALLEL_FLOPS", 0)
+    pd.testing.assert_frame_equal(run_fig2_cell(cell), one_by_one)
+    assert max(batched) > 1
+
+
 @pytest.mark.parametrize("trials, batch_bytes, threads, expected", [
     (3, 1, 2, 2),   # one trial per batch: two batches drawn together, one per thread
     (1, 1, 2, 1),   # never more batches than the cell has

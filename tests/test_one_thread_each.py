@@ -7,7 +7,7 @@ items at once, each on one thread. What is checked: the items run concurrently w
 has two threads (a barrier both must reach), each on one torch thread, in order and serially
 when the caller has one, nested calls stay serial, errors reach the caller, the caller's count
 comes back; and the early-exit certificate's numbers (Gram matrices, quadratics, spectral norms,
-residuals) are bitwise the same on one thread and on two.
+residuals, one model's or several at once) are bitwise the same on one thread and on two.
 """
 from __future__ import annotations
 
@@ -97,8 +97,11 @@ def _certificate_numbers(threads: int) -> list[np.ndarray]:
         factors = quadratics.contractions(masks, 0.5)
         solved = [quadratics.quadratic(mask) for mask in masks]
         model = torch.as_tensor(rng.standard_normal(d))
+        idle = rng.standard_normal((3, d))
+        quadratics.remember_residual_norms(idle)
         numbers = [np.array(factors, dtype=float), quadratics.spectral_norms(), quadratics.residual_norms(model),
                    quadratics._gram(np.array([0, 3, 4, 9])).numpy()]
+        numbers += [quadratics.residual_norms(torch.as_tensor(row)) for row in idle]
         for quadratic in solved:
             numbers += [quadratic.fixed.numpy(), np.array([quadratic.fixed_error, quadratic.lower, quadratic.upper]),
                         quadratic.residual_norms]

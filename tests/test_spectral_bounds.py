@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from conftest import examples
 
+import cflbounds._threads as threads_module
 from cflbounds.sweeps import spectral_bounds
 from cflbounds.sweeps.cluster_quadratics import ClusterQuadratics
 from cflbounds.sweeps.spectral_bounds import gershgorin_upper, lower_bound, rayleigh_quotient, upper_bound
@@ -234,6 +235,29 @@ def test_spectral_norms_are_upper_bounds(problem):
     exact = np.linalg.norm(x, ord=2, axis=(1, 2))
     bounds = quadratics.spectral_norms()
     assert np.all(bounds >= exact) and np.all(bounds <= 1.3 * exact)
+
+
+@pytest.mark.parametrize("groups", [False, True], ids=["one pass", "machine groups"])
+def test_residual_norms_of_several_models_at_once(groups, monkeypatch):
+    """Remembered from one product with all the models (in machine groups when the work is
+    worth threads): each model's ``||X_i theta - y_i||`` of the exact data, a model given twice
+    or already known computed once; residual_norms then reads them back."""
+    if groups:
+        monkeypatch.setattr(threads_module, "PARALLEL_FLOPS", 0)
+    quadratics, x, y, _ = make_problem()
+    rng = np.random.default_rng(8)
+    models = rng.standard_normal((3, 8))
+    known = quadratics.residual_norms(torch.as_tensor(models[0]))
+    passes, residual_matrix = [], quadratics._residual_matrix
+    monkeypatch.setattr(quadratics, "_residual_matrix", lambda model: passes.append(model) or residual_matrix(model))
+    assert not quadratics.knows_residual_norms(models[1])
+    quadratics.remember_residual_norms(np.stack([models[1], models[0], models[2], models[1]]))
+    assert all(quadratics.knows_residual_norms(model) for model in models)
+    for model in models:
+        exact = np.linalg.norm(np.einsum("mnd,d->mn", x, model) - y, axis=1)
+        np.testing.assert_allclose(quadratics.residual_norms(torch.as_tensor(model)), exact, rtol=1e-13)
+    assert np.array_equal(quadratics.residual_norms(torch.as_tensor(models[0])), known)  # not recomputed
+    assert passes == []  # every model read back, none computed alone
 
 
 @pytest.mark.parametrize("n, d", [(6, 40), (40, 6)])

@@ -33,7 +33,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from .._threads import one_torch_thread
+from .._threads import PARALLEL_FLOPS, one_torch_thread
 
 __all__ = ["FinalDistanceCertificate"]
 
@@ -80,6 +80,7 @@ class FinalDistanceCertificate:
         self.outcomes: dict[tuple[int, int], tuple] = {}
         self._previous: dict[tuple[int, int], tuple[bytes, int]] = {}  # run -> (partition, looks held)
         self._plans: dict[tuple[int, bytes, float], _Plan | None] = {}  # (problem, partition, step) -> plan
+        self._ahead: tuple = ()  # this look's runs from the current one on, and its arrays (__call__)
 
     def _worth_a_look(self, problem, partition, looks, shared, runs, remaining, view) -> bool:
         """Whether a certificate is worth its cost for a run whose partition has held for
@@ -123,7 +124,10 @@ class FinalDistanceCertificate:
         remaining = self.iterations - view.iteration
         occupied = view.run >= 0
         shared = functools.cache(lambda row: _partition_counts(assignment[row], occupied[row]))
-        for row, slot in zip(*np.nonzero(occupied)):
+        runs = list(zip(*np.nonzero(occupied)))
+        for position, (row, slot) in enumerate(runs):
+            # what the certainty checks still to come at this look may need (:meth:`_idle_models_ahead`)
+            self._ahead = (runs[position:], view.problem, assignment, steps, models, remaining)
             if retire[row].all():
                 continue  # the trial was decided at this look
             problem, run = int(view.problem[row]), int(view.run[row, slot])
@@ -181,13 +185,11 @@ class FinalDistanceCertificate:
         """The protocol's distance score of the ``(k, d)`` centers to the problem's truths."""
         return _score(np.linalg.norm(centers[:, None] - self.theta_star[problem][None], axis=-1), self.metric)
 
-    def _verdict(self, models: np.ndarray, problem, partition, plan: _Plan, remaining):
-        """``(verdict, lower, upper)`` if the run's final distance is certainly below
-        (``success``) or above (``failure``) the threshold by the margin, else None. The
-        interval comes first (it needs only the partition's ``plan``); the partition's certainty,
-        which needs every machine's loss at every model, is checked only when the interval
-        decides. ``models``: the run's ``(k, d)`` models in float64."""
-        quadratics = self.quadratics[problem]
+    def _interval(self, models: np.ndarray, problem, plan: _Plan, remaining):
+        """``(verdict, lower, upper, radii)`` of a run whose ``(k, d)`` float64 ``models`` hold the
+        partition of ``plan``: its final distance lies in ``[lower, upper]``, certainly below
+        (``success``) or above (``failure``) the threshold by the margin, else verdict None, if
+        the partition holds; ``radii`` bound each model's distance to its fixed point."""
         centers = np.where(plan.chosen[:, None], plan.fixed, models)  # a model nobody chose stays where it is
         # the iterates stay within ||theta_j - x*|| <= radius of the exact fixed point x*, which is
         # within the error of the computed one
@@ -195,14 +197,26 @@ class FinalDistanceCertificate:
         final_radius = plan.factors ** remaining * radii + plan.errors
         center_distance = self._distance(problem, centers) if plan.distance is None else plan.distance
         lower, upper = center_distance - final_radius.mean(), center_distance + final_radius.mean()
-        if upper < self.threshold - self.margin:
-            verdict = "success"
-        elif lower > self.threshold + self.margin:
-            verdict = "failure"
-        else:
+        verdict = "success" if upper < self.threshold - self.margin else \
+            "failure" if lower > self.threshold + self.margin else None
+        return verdict, lower, upper, radii
+
+    def _verdict(self, models: np.ndarray, problem, partition, plan: _Plan, remaining):
+        """``(verdict, lower, upper)`` if the run's final distance is certainly below
+        (``success``) or above (``failure``) the threshold by the margin, else None. The
+        interval comes first (it needs only the partition's ``plan``); the partition's certainty,
+        which needs every machine's loss at every model, is checked only when the interval
+        decides. ``models``: the run's ``(k, d)`` models in float64."""
+        quadratics = self.quadratics[problem]
+        verdict, lower, upper, radii = self._interval(models, problem, plan, remaining)
+        if verdict is None:
             return None
         norms = plan.norms.copy()  # (m, k): the models nobody chose filled in below
-        for j in np.flatnonzero(~plan.chosen):
+        idle = np.flatnonzero(~plan.chosen)
+        m, n, d = quadratics.features.shape
+        if 2 * m * n * d >= PARALLEL_FLOPS and not all(quadratics.knows_residual_norms(models[j]) for j in idle):
+            quadratics.remember_residual_norms(self._idle_models_ahead(problem))
+        for j in idle:
             norms[:, j] = quadratics.residual_norms(torch.as_tensor(models[j], device=quadratics.features.device))
         spectral = quadratics.spectral_norms()
         reach = radii + plan.errors  # every iterate lies within this of the computed fixed point
@@ -212,6 +226,31 @@ class FinalDistanceCertificate:
         if not np.all(worst_own * (1 + 1e-6) < best_other.min(axis=1)):
             return None  # some machine could switch models: the partition is not certain
         return verdict, lower, upper
+
+    def _idle_models_ahead(self, problem) -> np.ndarray:
+        """The ``(J, d)`` models nobody chose of the problem's runs from the current one to the
+        last of this look whose partition is planned and whose interval decides: the certainty
+        checks this look may ask the residual norms of, computed in one pass over the data
+        (:meth:`~cflbounds.sweeps.cluster_quadratics.ClusterQuadratics.remember_residual_norms`)
+        rather than one per model. Asked only where one pass costs more than handing work to
+        threads (``PARALLEL_FLOPS``: at paper size, 5 ms against about 20 us per interval here;
+        at IFCA.F2's default scale the intervals would cost more than the passes they save). A
+        run whose trial an earlier one decides is not checked, so its models may be computed for
+        nothing; no check's outcome depends on it."""
+        runs, problems, assignment, steps, models, remaining = self._ahead
+        idle = []
+        for row, slot in runs:
+            partition = assignment[row, slot]
+            if int(problems[row]) != problem:
+                break  # a problem's runs are one row of the batch, in order
+            if np.any(partition < 0):
+                continue
+            plan = self._plans.get((problem, partition.tobytes(), float(steps[row, slot])))
+            if plan is None or plan.chosen.all():
+                continue
+            if self._interval(models[row, slot], problem, plan, remaining)[0] is not None:
+                idle.extend(models[row, slot][~plan.chosen])
+        return np.stack(idle)
 
 
 def _canonical(partition: np.ndarray) -> bytes:
