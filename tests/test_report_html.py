@@ -148,3 +148,40 @@ def test_a_verify_run_directory_gets_both_reports(tmp_path):
 def test_build_html_writes_the_page(tmp_path):
     path = build_html(VERDICTS[:1], tmp_path / "out" / "report.html", title="t")
     assert path.read_text(encoding="utf-8").count("<svg") == 2
+
+
+@pytest.mark.parametrize("points, image", [(4000, True), (200, False)])
+def test_a_dense_point_cloud_is_an_image_in_the_svg_and_the_figure_comes_back_as_it_was(points, image):
+    """Thousands of markers as vectors were most of a report's bytes: a cloud of more than
+    ``_RASTER_POINTS`` goes into the page's SVG as one image (text and axes stay vectors, and a
+    small cloud stays vector markers); the figure keeps its own setting and dpi for the PDF."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    from cflbounds.reports.html import figure_svg
+
+    rng = __import__("numpy").random.default_rng(0)
+    figure = Figure(figsize=(4, 3), dpi=100)
+    ax = figure.add_subplot()
+    cloud = ax.scatter(*rng.standard_normal((2, points)), s=8)
+    ax.set_xlabel("distance")
+    svg = figure_svg(figure, "f1-")
+    assert ("<image" in svg) is image
+    assert svg.count("<path") > 10  # the axes, ticks and text are still vectors
+    assert not cloud.get_rasterized() and figure.dpi == 100
+    if image:
+        cloud.set_rasterized(False)
+        assert len(svg) < len(figure_svg_vector(figure)) / 3  # far fewer bytes than the vector markers
+
+
+def figure_svg_vector(figure) -> str:
+    """The figure's SVG with every marker a vector (the page's form before clouds became images)."""
+    import io
+
+    from matplotlib.backends.backend_svg import FigureCanvasSVG
+
+    buffer = io.StringIO()
+    FigureCanvasSVG(figure).print_svg(buffer)
+    return buffer.getvalue()
