@@ -162,6 +162,16 @@ class FakeEntryPoint:
 
 
 @pytest.fixture
+def two_threads():
+    """torch on two threads for one test (work that runs pieces at once, one per thread), the
+    session's count given back afterwards."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(previous)
+
+
+@pytest.fixture
 def plugins(monkeypatch):
     """Install fake entry points beside the real ones: ``plugins(point, ...)``."""
     def install(*points):

@@ -24,14 +24,6 @@ from cflbounds.synthetic.logistic_mixture import make_logistic_mixture
 _SHAPE = (1000, -(-int(PARALLEL_FLOPS) // (2 * DRAW_FLOPS * 1000)))
 
 
-@pytest.fixture
-def two_threads():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(previous)
-
-
 def test_two_problems_are_drawn_at_once(two_threads):
     barrier = threading.Barrier(2, timeout=60)  # a serial draw would wait here for the other problem
 

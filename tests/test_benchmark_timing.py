@@ -37,7 +37,7 @@ def test_timed_certificate_counts_its_floor_inside_the_product(monkeypatch):
     assert (timed.seconds, timed.gram_seconds, timed.machine_gram_seconds, timed.blocks) == (0, 0, 0, 0)
 
 
-def test_the_floors_cholesky_is_timed_on_one_thread_as_the_certificate_factorises(monkeypatch):
+def test_the_floors_cholesky_is_timed_on_one_thread_as_the_certificate_factorises(monkeypatch, two_threads):
     """The floor's ``lambda_min`` test is the certificate's: on one torch thread whatever the
     caller's count (on two, MKL would factorise about twice as fast, a floor the certificate,
     whose numbers must not follow the count, cannot reach)."""
@@ -49,13 +49,8 @@ def test_the_floors_cholesky_is_timed_on_one_thread_as_the_certificate_factorise
         return factorise(matrix)
 
     monkeypatch.setattr(torch.linalg, "cholesky_ex", counted)
-    previous = torch.get_num_threads()
-    torch.set_num_threads(2)
-    try:
-        assert timed_certificate.cholesky_seconds(64, time.perf_counter, repeats=3) > 0
-        assert torch.get_num_threads() == 2  # the caller's count comes back
-    finally:
-        torch.set_num_threads(previous)
+    assert timed_certificate.cholesky_seconds(64, time.perf_counter, repeats=3) > 0
+    assert torch.get_num_threads() == 2  # the caller's count comes back
     assert counts == [1] * 4
 
 

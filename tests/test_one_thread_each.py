@@ -22,14 +22,6 @@ from cflbounds._threads import PARALLEL_FLOPS, on_one_thread_each, one_torch_thr
 from cflbounds.sweeps.cluster_quadratics import ClusterQuadratics
 
 
-@pytest.fixture
-def two_threads():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(previous)
-
-
 def test_items_run_at_once_each_on_one_torch_thread(two_threads):
     barrier = threading.Barrier(2, timeout=60)  # a serial run would wait here for a second item that never comes
 
