@@ -253,7 +253,7 @@ def run_fig2_cell(cell: dict, device: str = "cpu") -> pd.DataFrame:
     With early exit the runs of a batch of trials go in two waves of step sizes
     (:mod:`cflbounds.sweeps.step_order`); without it, all at once to the end."""
     check_memory([cell], device)  # a cell that cannot fit is refused before anything is allocated
-    k, m, n, d = cell["k"], cell["m"], cell["n"], cell["d"]
+    k, n = cell["k"], cell["n"]
     seeds = trial_seeds(cell["seed"], _problem_key(cell), cell["trials"])
     chunk = trials_per_batch(cell, device)
     decided = dict.fromkeys(STEP_SIZES[k], 0)  # step size -> trials of the cell a run at it succeeded in
