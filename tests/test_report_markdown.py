@@ -1,7 +1,8 @@
-"""The verdict table in Markdown (cflbounds.reports.markdown): one row per claim with the
-designed experiment's verdict, the search's finding and the final verdict, the final one in bold
-where the search changed it."""
-from cflbounds.reports.markdown import verdict_table
+"""Runs as Markdown tables (cflbounds.reports.markdown). A verify run's: one row per claim with
+the designed experiment's verdict, the search's finding and the final verdict, the final one in
+bold where the search changed it. A falsify run's: one row per claim with the search's finding,
+its seconds and the counterexample's point."""
+from cflbounds.reports.markdown import search_table, verdict_table
 
 SEARCHED = {"id": "X.L2", "verdict": "violated", "designed": {"verdict": "vacuous", "summary": "..."},
             "search": {"outcome": "violated", "best_ratio": 4.0561, "evaluations": 200}}
@@ -47,3 +48,35 @@ def test_report_markdown_prints_a_verify_runs_table_and_writes_nothing(tmp_path,
     (tmp_path / "verdicts.json").write_text("[")
     assert main(["report", str(tmp_path), "--markdown"]) == 2  # a broken record: named, before anything
     assert "verdicts.json" in capsys.readouterr().err
+
+
+FOUND = {"id": "X.L2", "outcome": "violated", "best_ratio": 4.0561, "evaluations": 790, "seconds": 129.9,
+         "counterexample": {"parameters": {"d": 2, "beta": 0.8654475730452373, "family": 1}, "measured": 1.0,
+                            "bound": 0.24652511110987343}}
+NONE_FOUND = {"id": "X.T1", "outcome": "no counterexample found", "best_ratio": 0.0129, "evaluations": 1892,
+              "seconds": 121.4, "counterexample": None,
+              "coverage": {"admissible": 221, "volume_bound": 0.0134, "confidence": 0.95}}
+
+
+def test_a_falsify_runs_table_has_the_search_its_seconds_and_the_counterexample():
+    lines = search_table([FOUND, NONE_FOUND]).splitlines()
+    assert lines[0] == "| claim | search | seconds | counterexample |"
+    assert lines[2] == ("| X.L2 | violated (measured/allowed 4.056; 790 evaluations) | 130 | "
+                        "d=2, beta=0.8654, family=1; measured 1 vs bound 0.2465 |")
+    assert lines[3] == ("| X.T1 | none found (best measured/allowed 0.0129; violating share of the volume < 0.013 "
+                        "at 95%; 1892 evaluations) | 121 | - |")
+    assert len(lines) == 4
+
+
+def test_report_markdown_prints_a_falsify_runs_table_and_writes_nothing(tmp_path, capsys):
+    import json
+
+    from cflbounds.cli import main
+
+    (tmp_path / "falsify.json").write_text(json.dumps({"metadata": {}, "results": [FOUND, NONE_FOUND]}))
+    assert main(["report", str(tmp_path), "--markdown"]) == 0
+    assert capsys.readouterr().out == search_table([FOUND, NONE_FOUND])
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["falsify.json"]
+    (tmp_path / "falsify.json").write_text(json.dumps({"metadata": {}, "results": [{"id": "X.L2"}]}))
+    assert main(["report", str(tmp_path), "--markdown"]) == 2  # not a falsify result: named, before anything
+    assert "falsify.json" in capsys.readouterr().err

@@ -22,22 +22,30 @@ def add_parser(commands) -> None:
                         help="a verify run directory (verdicts.json), a falsify run directory (falsify.json) or a "
                              "sweep store")
     report.add_argument("--markdown", action="store_true",
-                        help="print a verify run's verdicts as a Markdown table instead (claim, the designed "
-                             "experiment's verdict, what the search of its domain found, the final verdict: the "
-                             "README's claim table); writes nothing")
+                        help="print the run as a Markdown table instead, and write nothing: a verify run's "
+                             "verdicts (claim, the designed experiment's verdict, what the search of its domain "
+                             "found, the final verdict: the README's claim table) or a falsify run's results "
+                             "(claim, what the search found, its seconds, the counterexample's point: the table "
+                             "of docs/falsify.md)")
 
 
 def run(args) -> int:
     from ..falsify.outputs import RECORD_NAME as FALSIFY_RECORD
     from ..reports.outputs import rebuild_report
 
+    falsify_run = (args.directory / FALSIFY_RECORD).is_file()
     if args.markdown:
-        from ..reports.markdown import verdict_table
+        from ..reports.markdown import search_table, verdict_table
         from ..verify.record import RECORD_NAME, read_record
 
-        print(verdict_table(read_record(args.directory / RECORD_NAME)["verdicts"]), end="")
+        if falsify_run:
+            from ..falsify.outputs import read_falsify_record
+
+            print(search_table(read_falsify_record(args.directory / FALSIFY_RECORD)["results"]), end="")
+        else:
+            print(verdict_table(read_record(args.directory / RECORD_NAME)["verdicts"]), end="")
         return 0
-    if (args.directory / FALSIFY_RECORD).is_file():
+    if falsify_run:
         from ..falsify.outputs import write_report
 
         paths = write_report(args.directory)

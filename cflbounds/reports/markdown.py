@@ -1,16 +1,19 @@
-"""A verify run's verdicts as a Markdown table: per claim the designed experiment's verdict, what
-the search of its domain found, and the final verdict (the stronger of the two,
-:data:`cflbounds.verify.verdict.PRECEDENCE`). ``cflbounds report DIR --markdown`` prints it; the
-README's claim table is its output for a default run."""
+"""Runs as Markdown tables. A verify run's verdicts: per claim the designed experiment's verdict,
+what the search of its domain found, and the final verdict (the stronger of the two,
+:data:`cflbounds.verify.verdict.PRECEDENCE`); the README's claim table is its output for a
+default run. A falsify run's results: per claim what the search found, its seconds and the
+counterexample's point; docs/falsify.md's table is its output. ``cflbounds report DIR --markdown``
+prints the one of the run in DIR."""
 from __future__ import annotations
 
 import math
 
 from ..verify.domain import format_against, format_ratio
 
-__all__ = ["verdict_table"]
+__all__ = ["verdict_table", "search_table"]
 
 COLUMNS = ("claim", "designed experiment", "search", "final verdict")
+SEARCH_COLUMNS = ("claim", "search", "seconds", "counterexample")
 
 
 def _search_cell(verdict: dict) -> str:
@@ -51,4 +54,21 @@ def verdict_table(verdicts: list[dict]) -> str:
         final = verdict["verdict"]
         shown = f"**{final}**" if final != designed else final
         lines.append(f"| {verdict['id']} | {designed} | {_search_cell(verdict)} | {shown} |")
+    return "\n".join(lines) + "\n"
+
+
+def search_table(results: list[dict]) -> str:
+    """A falsify run's ``results`` (``falsify.json``'s list) as a Markdown table (module
+    docstring): the search's finding as in :func:`verdict_table`, and the counterexample's
+    parameters with what was measured against the bound at its seed."""
+    lines = ["| " + " | ".join(SEARCH_COLUMNS) + " |", "|" + "---|" * len(SEARCH_COLUMNS)]
+    for result in results:
+        example = result.get("counterexample") or {}
+        point = ", ".join(f"{name}={value:.4g}" if isinstance(value, float) else f"{name}={value}"
+                          for name, value in (example.get("parameters") or {}).items())
+        if point and "measured" in example:
+            point += "; measured {} vs bound {}".format(*format_against(example["measured"], example["bound"]))
+        seconds = result.get("seconds")
+        seconds = f"{seconds:.0f}" if isinstance(seconds, float) and math.isfinite(seconds) else "-"
+        lines.append(f"| {result['id']} | {_search_cell({'search': result})} | {seconds} | {point or '-'} |")
     return "\n".join(lines) + "\n"
