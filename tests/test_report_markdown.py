@@ -80,3 +80,23 @@ def test_report_markdown_prints_a_falsify_runs_table_and_writes_nothing(tmp_path
     (tmp_path / "falsify.json").write_text(json.dumps({"metadata": {}, "results": [{"id": "X.L2"}]}))
     assert main(["report", str(tmp_path), "--markdown"]) == 2  # not a falsify result: named, before anything
     assert "falsify.json" in capsys.readouterr().err
+
+
+def test_the_falsify_docs_table_is_a_search_table_of_known_claims():
+    """docs/falsify.md's table is `cflbounds report DIR --markdown` of a falsify run: the search
+    table's columns, one row per searched claim of the five papers or of the example plugin."""
+    from pathlib import Path
+
+    from cflbounds.reports.markdown import SEARCH_COLUMNS
+    from cflbounds.verify.run import implemented_claims
+
+    page = (Path(__file__).parents[1] / "docs" / "falsify.md").read_text(encoding="utf-8")
+    table = page.split("<!-- falsify-table:start -->\n", 1)[1].split("<!-- falsify-table:end -->", 1)[0]
+    lines = table.strip().splitlines()
+    assert lines[0] == "| " + " | ".join(SEARCH_COLUMNS) + " |"
+    known = set(implemented_claims())
+    for line in lines[2:]:
+        claim, search, seconds, _ = line.strip("| ").split(" | ", 3)
+        assert claim in known or claim.startswith("TEXTBOOK."), claim
+        assert search.split(" (")[0] in {"violated", "none found", "error"}, line
+        assert seconds.isdigit(), line

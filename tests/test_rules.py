@@ -38,6 +38,20 @@ def test_the_tolerance_is_exactly_the_stated_one():
     assert rules.deterministic([2.0 + 1e-12], [1.0], rtol=0, atol=1.0).verdict == "violated"
 
 
+def test_an_excess_inside_the_subnormal_range_is_rounding_not_a_violation():
+    """A bound that underflowed to 0 beside a measured subnormal (TEXTBOOK.GD at mu/L near 1 over 87
+    steps: 1.482e-323 against 0) holds, in the rule and in the search's ratio alike; an excess of
+    a normal number (1e-300) is still a violation, and so is one of a subnormal over a negative bound."""
+    from cflbounds.verify.domain import UNDERFLOW, Domain, Instance, Parameter
+
+    assert rules.deterministic([1.482e-323, UNDERFLOW], [0.0, 0.0], rtol=1e-9).verdict == "holds"
+    assert rules.deterministic([1e-300], [0.0], rtol=1e-9).verdict == "violated"
+    assert rules.deterministic([1e-320], [-1e-300], rtol=1e-9).verdict == "violated"
+    domain = Domain([Parameter("x", 0.0, 1.0)], lambda points, seeds, ctx: [], rule="deterministic", rtol=1e-9)
+    assert domain.ratio(Instance(1.482e-323, 0.0, [])) < 1
+    assert domain.ratio(Instance(1e-300, 0.0, [])) > 1
+
+
 def test_diverged_instances_violate_a_finite_bound_and_nan_is_refused():
     assert rules.deterministic([1.0, np.inf], [2.0, 2.0]).verdict == "violated"
     assert rules.deterministic([1.0, np.inf], [2.0, np.inf]).verdict == "holds"

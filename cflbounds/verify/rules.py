@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .domain import format_ratio
+from .domain import deterministic_allowed, format_ratio
 from .orderings import judge_ordering
 from .stats import bonferroni_confidence, clopper_pearson, fit_rate
 from .verdict import VERDICTS, Verdict
@@ -87,7 +87,9 @@ def _ratio_figure(measured, bound, title, ylabel, reference, nonpositive, *, low
 def deterministic(measured, bound, *, rtol: float = 1e-9, atol: float = 0.0, trivial=None,
                   quantity: str = "measured", title: str = "") -> Decision:
     """``measured <= bound`` on every instance, up to ``rtol |bound| + atol`` (floating-point
-    rounding of two routes to one number: state why your tolerance is what it is).
+    rounding of two routes to one number: state why your tolerance is what it is), and float64's
+    smallest normal number more, which no ``rtol`` covers (:data:`~.domain.UNDERFLOW`: a bound that
+    underflowed to 0 beside a measured subnormal is not exceeded).
 
     ``measured`` and ``bound`` broadcast (one bound per instance or one for all); a diverged
     instance is ``+inf`` (a violation unless its bound is ``+inf``), NaN is refused. Verdict:
@@ -100,8 +102,8 @@ def deterministic(measured, bound, *, rtol: float = 1e-9, atol: float = 0.0, tri
         raise ValueError("deterministic needs at least one instance")
     if rtol < 0 or atol < 0:
         raise ValueError(f"deterministic needs rtol, atol >= 0; got {rtol}, {atol}")
+    allowed = deterministic_allowed(bound, rtol, atol)
     with np.errstate(invalid="ignore", over="ignore"):
-        allowed = np.where(np.isinf(bound), bound, bound + rtol * np.abs(bound) + atol)
         excess = measured - bound
         ratio = np.divide(measured, bound, out=np.full(measured.shape, np.nan), where=bound != 0)
     violations = int(np.sum(measured > allowed))
