@@ -16,21 +16,27 @@ the same way. Each test costs one factorisation (``p^3/3`` flops), a tenth of ``
 The tests are placed by cheap estimates: Lanczos' extreme Ritz values (Rayleigh-Ritz on a
 Krylov subspace of ``A``), or ``eigh``'s extreme eigenpairs for matrices small enough that it
 costs less (``p <= _EIGH_SIZE``); a test that fails (the estimate had not converged) is
-repeated further out. Gershgorin's row sums give a looser upper
+repeated further out. A Krylov space started at ``b`` also gives ``A^{-1} b`` for positive
+definite ``A`` (:func:`galerkin_solution`, conjugate gradients' iterate), which its residual
+certifies or rejects. Gershgorin's row sums give a looser upper
 bound with no factorisation, for callers to whom a loose one is as good. Everything is batched
 over leading dimensions and runs on the matrices' device.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 
-__all__ = ["gamma", "gershgorin_upper", "lower_bound", "upper_bound", "extreme_quotients", "rayleigh_quotient"]
+__all__ = ["gamma", "gershgorin_upper", "lower_bound", "upper_bound", "extreme_quotients", "rayleigh_quotient",
+           "KrylovSpace", "krylov_space", "galerkin_solution"]
 
 # Lanczos steps of the estimates. On Gram matrices of 5 p x p Gaussian points (a Fig. 2(a) cluster
 # at p = 1000), 40 steps put the top Ritz value within 0.01 % of lambda_max and the bottom one
 # within 0.4 % of lambda_min at p = 100, 400, 1000 (32 steps: 2 % once; 8 steps of power or inverse
 # iteration: 8 % and 2 %), so the first test, 1/64 away, passes: one Cholesky test per bound, and
-# bounds within 2 % of the eigenvalues (tests/test_spectral_bounds.py)
+# bounds within 2 % of the eigenvalues (tests/test_spectral_bounds.py); so do spaces started at a
+# least-squares problem's b, which the fixed points use (at p = 200, 400)
 _LANCZOS_STEPS = 40
 _SLACKS = (1 / 64, 1 / 16, 1 / 4, 1 / 2, 2.0)  # relative distances from the estimate at which the tests are tried
 # up to this size eigh's extreme eigenvectors cost less than 40 Lanczos steps, whose Python loop
@@ -71,22 +77,38 @@ def _passes(matrix: torch.Tensor, shift: torch.Tensor, sign: float) -> tuple[tor
 
 
 def _start(matrix: torch.Tensor) -> torch.Tensor:
-    """The iterations' start: one fixed random vector for every matrix of the batch (a matrix's
-    bounds do not depend on the batch it is in)."""
+    """The default start of the Krylov spaces: one fixed random vector for every matrix of the
+    batch (a matrix's bounds do not depend on the batch it is in)."""
     generator = torch.Generator().manual_seed(0)
     v = torch.randn(matrix.shape[-1], dtype=matrix.dtype, generator=generator).to(matrix.device)
     return v.expand(matrix.shape[:-1]).clone()
 
 
-def _extreme_ritz_vectors(matrix: torch.Tensor, steps: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The unit vectors of the Krylov subspace ``span{v, Av, ..., A^(s-1) v}`` with the smallest and
-    the largest Rayleigh quotient, ``s = min(steps, p)``, batched over leading dimensions:
-    Rayleigh-Ritz on that subspace, its basis reorthogonalised in full (Lanczos' vectors, kept
-    orthogonal). Estimates only: the callers certify what they use."""
-    start = _start(matrix)
+class KrylovSpace(NamedTuple):
+    """An orthonormal basis of ``span{v, Av, ..., A^(s-1) v}`` (the rows of ``basis``, batched
+    over leading dimensions; zero rows where the space is exhausted) and ``A`` times each row
+    (``images``): Lanczos' vectors, kept orthogonal."""
+
+    basis: torch.Tensor
+    images: torch.Tensor
+
+    def projected(self) -> torch.Tensor:
+        """``V A V^T``, symmetrised: Rayleigh-Ritz's and Galerkin's small matrix."""
+        projected = torch.matmul(self.basis, self.images.transpose(-1, -2))
+        return (projected + projected.transpose(-1, -2)) / 2
+
+
+def krylov_space(matrix: torch.Tensor, start: torch.Tensor | None = None,
+                 steps: int = _LANCZOS_STEPS) -> KrylovSpace | None:
+    """The Krylov space of ``matrix`` from ``start`` (default :func:`_start`), ``min(steps, p)``
+    dimensions, its basis reorthogonalised in full; None up to ``_EIGH_SIZE``, where ``eigh``
+    costs less than the Lanczos loop (:func:`extreme_quotients` takes eigh's vectors there)."""
+    if matrix.shape[-1] <= _EIGH_SIZE:
+        return None
+    start = _start(matrix) if start is None else start
     steps = min(steps, start.shape[-1])
-    basis = start.new_zeros(*start.shape[:-1], steps, start.shape[-1])  # rows: the orthonormal basis
-    images = torch.empty_like(basis)  # rows: A times them
+    basis = start.new_zeros(*start.shape[:-1], steps, start.shape[-1])
+    images = torch.empty_like(basis)
     basis[..., 0, :] = torch.nn.functional.normalize(start, dim=-1)
     for step in range(steps):
         image = images[..., step, :] = _row_times(basis[..., step, :], matrix)
@@ -95,14 +117,30 @@ def _extreme_ritz_vectors(matrix: torch.Tensor, steps: int) -> tuple[torch.Tenso
             for _ in range(2):  # twice is enough (Kahan's "twice is enough" for Gram-Schmidt)
                 image = image - _row_times(_row_times(image, known.transpose(-1, -2)), known)
             basis[..., step + 1, :] = torch.nn.functional.normalize(image, dim=-1)  # zero where exhausted
-    projected = torch.matmul(basis, images.transpose(-1, -2))
-    _, vectors = torch.linalg.eigh((projected + projected.transpose(-1, -2)) / 2)
+    return KrylovSpace(basis, images)
+
+
+def _extreme_ritz_vectors(space: KrylovSpace) -> tuple[torch.Tensor, torch.Tensor]:
+    """The unit vectors of ``space`` with the smallest and the largest Rayleigh quotient
+    (Rayleigh-Ritz). Estimates only: the callers certify what they use."""
+    _, vectors = torch.linalg.eigh(space.projected())
     extremes = []
     for column in (0, -1):
-        ritz = _row_times(vectors[..., column], basis)
+        ritz = _row_times(vectors[..., column], space.basis)
         norm = ritz.norm(dim=-1, keepdim=True)
-        extremes.append(torch.where(norm > 0.5, ritz / norm, basis[..., 0, :]))  # on zero basis vectors: the start
+        extremes.append(torch.where(norm > 0.5, ritz / norm, space.basis[..., 0, :]))  # on zero rows: the start
     return extremes[0], extremes[1]
+
+
+def galerkin_solution(space: KrylovSpace, rhs: torch.Tensor) -> torch.Tensor:
+    """The ``x`` in ``space`` with ``A x - rhs`` orthogonal to it (for positive definite ``A`` and
+    ``space`` started at ``rhs``: conjugate gradients' iterate after as many steps). An
+    approximation; its residual says how good. An exhausted space (zero rows: ``rhs`` in an
+    invariant subspace, or zero) makes the small system singular; its least-squares solution of
+    least norm is then the solution in the smaller space (exact for such an ``rhs``)."""
+    coordinates = torch.linalg.lstsq(space.projected(), _row_times(rhs, space.basis.transpose(-1, -2))[..., None],
+                                     driver="gelsd").solution[..., 0]
+    return _row_times(coordinates, space.basis)
 
 
 def _row_times(vector: torch.Tensor, matrix: torch.Tensor) -> torch.Tensor:
@@ -111,9 +149,10 @@ def _row_times(vector: torch.Tensor, matrix: torch.Tensor) -> torch.Tensor:
     return torch.matmul(vector[..., None, :], matrix)[..., 0, :]
 
 
-def extreme_quotients(matrix: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``v^T A v`` at the bottom and top Ritz vectors (Lanczos, ``_LANCZOS_STEPS`` steps; ``eigh``'s
-    eigenvectors up to ``_EIGH_SIZE``), the estimates of ``lambda_min`` (from above) and
+def extreme_quotients(matrix: torch.Tensor, space: KrylovSpace | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """``v^T A v`` at the bottom and top Ritz vectors (Lanczos: of ``space``, default
+    :func:`krylov_space` from the fixed start; ``eigh``'s eigenvectors up to ``_EIGH_SIZE``,
+    where ``space`` is None), the estimates of ``lambda_min`` (from above) and
     ``lambda_max`` (from below) that place the tests. The second is also a bound: ``v^T A v <=
     lambda_max`` for every unit ``v``, up to the rounding of the quotient and of ``||v|| = 1``,
     relative ``gamma_{p+2}``."""
@@ -121,7 +160,7 @@ def extreme_quotients(matrix: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]
         _, vectors = torch.linalg.eigh(matrix)
         bottom, top = vectors[..., 0], vectors[..., -1]
     else:
-        bottom, top = _extreme_ritz_vectors(matrix, _LANCZOS_STEPS)
+        bottom, top = _extreme_ritz_vectors(krylov_space(matrix) if space is None else space)
     return tuple((v * _row_times(v, matrix)).sum(-1) for v in (bottom, top))
 
 
@@ -138,24 +177,22 @@ def gershgorin_upper(matrix: torch.Tensor, error: float | torch.Tensor = 0.0) ->
 
 
 def lower_bound(matrix: torch.Tensor, error: float | torch.Tensor = 0.0,
-                estimate: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                estimate: torch.Tensor | None = None) -> torch.Tensor:
     """A certified lower bound on ``lambda_min`` of symmetric ``matrix`` ``(..., p, p)`` minus
     ``error`` (the caller's bound on ``||A_exact - matrix||_2``): the first Cholesky test passed
     below ``estimate`` (default: the bottom one of :func:`extreme_quotients`), ``-inf`` where no
-    factorisation proves the matrix positive definite; and the Cholesky factor of ``matrix``
-    (for solves)."""
-    factor, info = torch.linalg.cholesky_ex(matrix)
-    positive = info == 0
+    test passes (the last, at shift 0, tests positive definiteness itself)."""
     smallest = extreme_quotients(matrix)[0] if estimate is None else estimate
     lower = torch.full(matrix.shape[:-2], -torch.inf, dtype=matrix.dtype, device=matrix.device)
     for slack in _slacks(matrix.shape[-1]):  # the first shift that passes is the tightest bound on offer
-        todo = positive & torch.isinf(lower)
+        todo = torch.isinf(lower)
         if not todo.any():
             break
-        shift = smallest * (1 - slack) if slack < 1 else torch.zeros_like(smallest)
+        # never below 0: a test passed there would prove nothing about positive definiteness
+        shift = (smallest * (1 - slack)).clamp(min=0) if slack < 1 else torch.zeros_like(smallest)
         ok, allowance = _passes(matrix, shift, 1.0)
         lower = torch.where(todo & ok, shift - allowance, lower)
-    return lower - error, factor
+    return lower - error
 
 
 def upper_bound(matrix: torch.Tensor, error: float | torch.Tensor = 0.0,
