@@ -134,8 +134,9 @@ def test_a_krylov_space_from_the_right_hand_side_solves_and_places_the_tests(p):
     space, and the bounds its Ritz vectors place contain lambda_min within 2 %."""
     hessian, offset = _regression_quadratic(p, 5 * p, p)
     space = spectral_bounds.krylov_space(hessian, start=offset)
-    solution = spectral_bounds.galerkin_solution(space, offset)
+    solution, image = spectral_bounds.galerkin_solution(space, offset)
     exact = torch.linalg.solve(hessian, offset)
+    torch.testing.assert_close(image, hessian @ solution, rtol=1e-12, atol=0)
     assert float((solution - exact).norm() / exact.norm()) <= 1e-12
     assert float((space.basis @ (hessian @ solution - offset)).norm()) <= 1e-12 * float(offset.norm())
     bottom, top = spectral_bounds.extreme_quotients(hessian, space)
@@ -152,8 +153,26 @@ def test_an_exhausted_krylov_space_still_solves_exactly(rhs):
     offset = torch.zeros(250, dtype=torch.float64)
     if rhs != "zero":
         offset[[0, 5]] = 1.0
-    solution = spectral_bounds.galerkin_solution(spectral_bounds.krylov_space(matrix, start=offset), offset)
+    solution = spectral_bounds.galerkin_solution(spectral_bounds.krylov_space(matrix, start=offset), offset)[0]
     torch.testing.assert_close(solution, offset / torch.diagonal(matrix), rtol=1e-13, atol=1e-15)
+
+
+def test_a_space_that_only_solves_ends_once_its_solution_is_accurate():
+    """``enough`` ends the space early: on a well-conditioned system (condition about 4, as the
+    collapsed partition's at paper size) the solution is accurate before 40 steps, and the
+    shorter space's solution is as accurate as the check asked; ``enough`` never True runs
+    the full 40 steps."""
+    from cflbounds.sweeps.cluster_quadratics import _GALERKIN_RESIDUAL, _accurate
+    hessian, offset = _regression_quadratic(1, 10 * 200, 200)
+    asked = []
+    space = spectral_bounds.krylov_space(hessian, start=offset,
+                                         enough=lambda part: asked.append(len(part.basis)) or _accurate(offset)(part))
+    assert len(space.basis) < spectral_bounds._LANCZOS_STEPS and asked[-1] == len(space.basis)
+    assert all(steps % spectral_bounds._CHECK_STEPS == 0 for steps in asked)
+    solution = spectral_bounds.galerkin_solution(space, offset)[0]
+    assert float((hessian @ solution - offset).norm()) <= 2 * _GALERKIN_RESIDUAL * float(offset.norm())
+    never = spectral_bounds.krylov_space(hessian, start=offset, enough=lambda part: False)
+    assert len(never.basis) == spectral_bounds._LANCZOS_STEPS
 
 
 def test_small_matrices_take_no_krylov_space(estimates):

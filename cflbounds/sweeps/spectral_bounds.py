@@ -24,7 +24,7 @@ over leading dimensions and runs on the matrices' device.
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import torch
 
@@ -38,6 +38,7 @@ __all__ = ["gamma", "gershgorin_upper", "lower_bound", "upper_bound", "extreme_q
 # bounds within 2 % of the eigenvalues (tests/test_spectral_bounds.py); so do spaces started at a
 # least-squares problem's b, which the fixed points use (at p = 200, 400)
 _LANCZOS_STEPS = 40
+_CHECK_STEPS = 5  # a krylov_space's ``enough`` is asked every this many steps
 _SLACKS = (1 / 64, 1 / 16, 1 / 4, 1 / 2, 2.0)  # relative distances from the estimate at which the tests are tried
 # up to this size eigh's extreme eigenvectors cost less than 40 Lanczos steps, whose Python loop
 # of small products dominates there (one thread, torch 2.13, float64: 0.63 against 2.26 ms at
@@ -98,11 +99,13 @@ class KrylovSpace(NamedTuple):
         return (projected + projected.transpose(-1, -2)) / 2
 
 
-def krylov_space(matrix: torch.Tensor, start: torch.Tensor | None = None,
-                 steps: int = _LANCZOS_STEPS) -> KrylovSpace | None:
+def krylov_space(matrix: torch.Tensor, start: torch.Tensor | None = None, steps: int = _LANCZOS_STEPS,
+                 enough: Callable[[KrylovSpace], bool] | None = None) -> KrylovSpace | None:
     """The Krylov space of ``matrix`` from ``start`` (default :func:`_start`), ``min(steps, p)``
     dimensions, its basis reorthogonalised in full; None up to ``_EIGH_SIZE``, where ``eigh``
-    costs less than the Lanczos loop (:func:`extreme_quotients` takes eigh's vectors there)."""
+    costs less than the Lanczos loop (:func:`extreme_quotients` takes eigh's vectors there).
+    ``enough``, asked of the space so far every ``_CHECK_STEPS`` steps, ends it early when True
+    (a caller that only solves: :func:`galerkin_solution` converges before the estimates do)."""
     if matrix.shape[-1] <= _EIGH_SIZE:
         return None
     start = _start(matrix) if start is None else start
@@ -112,6 +115,10 @@ def krylov_space(matrix: torch.Tensor, start: torch.Tensor | None = None,
     basis[..., 0, :] = torch.nn.functional.normalize(start, dim=-1)
     for step in range(steps):
         image = images[..., step, :] = _row_times(basis[..., step, :], matrix)
+        done = step + 1
+        if enough is not None and done % _CHECK_STEPS == 0 and done < steps \
+                and enough(KrylovSpace(basis[..., :done, :], images[..., :done, :])):
+            return KrylovSpace(basis[..., :done, :], images[..., :done, :])
         if step + 1 < steps:
             known = basis[..., :step + 1, :]
             for _ in range(2):  # twice is enough (Kahan's "twice is enough" for Gram-Schmidt)
@@ -132,15 +139,16 @@ def _extreme_ritz_vectors(space: KrylovSpace) -> tuple[torch.Tensor, torch.Tenso
     return extremes[0], extremes[1]
 
 
-def galerkin_solution(space: KrylovSpace, rhs: torch.Tensor) -> torch.Tensor:
+def galerkin_solution(space: KrylovSpace, rhs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """The ``x`` in ``space`` with ``A x - rhs`` orthogonal to it (for positive definite ``A`` and
-    ``space`` started at ``rhs``: conjugate gradients' iterate after as many steps). An
-    approximation; its residual says how good. An exhausted space (zero rows: ``rhs`` in an
-    invariant subspace, or zero) makes the small system singular; its least-squares solution of
-    least norm is then the solution in the smaller space (exact for such an ``rhs``)."""
+    ``space`` started at ``rhs``: conjugate gradients' iterate after as many steps), and ``A x``
+    from the space's images (no product with ``A``). An approximation; its residual says how
+    good. An exhausted space (zero rows: ``rhs`` in an invariant subspace, or zero) makes the
+    small system singular; its least-squares solution of least norm is then the solution in the
+    smaller space (exact for such an ``rhs``)."""
     coordinates = torch.linalg.lstsq(space.projected(), _row_times(rhs, space.basis.transpose(-1, -2))[..., None],
                                      driver="gelsd").solution[..., 0]
-    return _row_times(coordinates, space.basis)
+    return _row_times(coordinates, space.basis), _row_times(coordinates, space.images)
 
 
 def _row_times(vector: torch.Tensor, matrix: torch.Tensor) -> torch.Tensor:
