@@ -23,15 +23,39 @@ LOSS_CONVENTIONS = {
 }
 
 
-def residuals(features: torch.Tensor, responses: torch.Tensor, models: torch.Tensor) -> torch.Tensor:
+# oneDNN's GEMM of the residuals: a CPU float32 problem, alone in its batch, of at least this many
+# feature values (onednn_residuals). The GEMM's few columns (k times the runs left) are where MKL
+# falls to half its rate: (10000 x 1000) @ (1000 x 20), Fig. 2's first wave at paper size, took
+# 4.7 ms on oneDNN against 7.6 ms on MKL at 2 threads, and 9.5 against 16.2 ms at 1 (torch 2.13,
+# 2026-11-28). IFCA.F2 at verify's default scale (d = 100, 40 problems per batch) stays on MKL
+ONEDNN_VALUES = 10**6
+
+
+def onednn_residuals(batch: int, m: int, n: int, d: int, dtype: torch.dtype, device: torch.device) -> bool:
+    """Whether :func:`residuals` of ``batch`` problems of ``m x n x d`` features runs on oneDNN
+    (from the features' oneDNN copy, :meth:`SquaredLoss.evaluate`): one problem, float32, on a
+    CPU with oneDNN, at least ``ONEDNN_VALUES`` values. Never the number of runs: a run's
+    numbers must not depend on which other runs share its batch."""
+    return (batch == 1 and m * n * d >= ONEDNN_VALUES and dtype == torch.float32
+            and torch.device(device).type == "cpu" and torch.backends.mkldnn.is_available()
+            and hasattr(torch._C._nn, "mkldnn_linear"))
+
+
+def residuals(features: torch.Tensor, responses: torch.Tensor, models: torch.Tensor,
+              onednn_features: torch.Tensor | None = None) -> torch.Tensor:
     """``r[b, i, l, c, j] = <x_il, theta_cj> - y_il``: one GEMM per problem over all runs.
 
     features ``(B, m, n, d)``, responses ``(B, m, n)``, models ``(B, C, k, d)`` ->
-    ``(B, m, n, C, k)``.
+    ``(B, m, n, C, k)``. ``onednn_features``: the one problem's features as an ``(m n, d)``
+    oneDNN tensor, for a GEMM on oneDNN instead (:func:`onednn_residuals`).
     """
     B, m, n, d = features.shape
     C, k = models.shape[1:3]
-    predictions = torch.bmm(features.reshape(B, m * n, d), models.reshape(B, C * k, d).transpose(1, 2))
+    if onednn_features is None:
+        predictions = torch.bmm(features.reshape(B, m * n, d), models.reshape(B, C * k, d).transpose(1, 2))
+    else:
+        weight = models.reshape(C * k, d).contiguous().to_mkldnn()
+        predictions = torch._C._nn.mkldnn_linear(onednn_features, weight, None).to_dense()[None]
     return predictions.sub_(responses.reshape(B, m * n, 1)).view(B, m, n, C, k)  # in place: no second tensor
 
 
@@ -81,9 +105,23 @@ class SquaredLoss(StoredData):
     def __init__(self, problem, loss: str = "mean"):
         super().__init__(problem)
         self.gradient_factor = LOSS_CONVENTIONS[loss]
+        self._onednn = None  # (the stored features, their version, their oneDNN copy)
 
     def evaluate(self, estimation, models):
-        return residuals(*estimation, models)
+        features, responses = estimation
+        return residuals(features, responses, models, self._onednn_features(features))
+
+    def _onednn_features(self, features: torch.Tensor) -> torch.Tensor | None:
+        """The problem's stored features as an ``(m n, d)`` oneDNN tensor when the residuals' GEMM
+        runs on oneDNN (:func:`onednn_residuals`), converted once and kept for every iteration;
+        None for other features (fresh draws, batches of the split: converting each costs
+        more than its GEMM saves)."""
+        if features is not self.problem.features or not onednn_residuals(*features.shape, features.dtype,
+                                                                          features.device):
+            return None
+        if self._onednn is None or self._onednn[0] is not features or self._onednn[1] != features._version:
+            self._onednn = (features, features._version, features.reshape(-1, features.shape[-1]).to_mkldnn())
+        return self._onednn[2]
 
     def losses(self, residual):
         """``n F_i(theta_j)`` (the sum of squares: same argmin as the mean)."""
