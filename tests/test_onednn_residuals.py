@@ -104,3 +104,26 @@ def test_which_problems_run_on_onednn(case, expected):
     *sizes, dtype, device = case
     assert onednn_residuals(*sizes, dtype, torch.device(device)) is expected
     assert squared_loss.ONEDNN_VALUES == 40 * 50 * 500
+
+
+@pytest.mark.parametrize("broken", ["raises", "wrong numbers", "missing"])
+def test_a_torch_whose_onednn_linear_breaks_keeps_mkl(broken, monkeypatch):
+    """``mkldnn_linear`` is private torch API: if a newer torch removes it, changes its
+    signature or its numbers, the residuals stay on MKL (the probe on a small exact product)."""
+    def raises(*args):
+        raise TypeError("mkldnn_linear() takes 2 arguments")
+
+    def wrong(features, weight, bias):
+        return (torch.ones(features.shape[0], weight.shape[0])).to_mkldnn()
+
+    if broken == "missing":
+        monkeypatch.delattr(torch._C._nn, "mkldnn_linear")
+    else:
+        monkeypatch.setattr(torch._C._nn, "mkldnn_linear", raises if broken == "raises" else wrong)
+    squared_loss._onednn_works.cache_clear()
+    try:
+        assert not onednn_residuals(1, 100, 100, 1000, torch.float32, torch.device("cpu"))
+    finally:
+        monkeypatch.undo()
+        squared_loss._onednn_works.cache_clear()
+    assert onednn_residuals(1, 100, 100, 1000, torch.float32, torch.device("cpu"))

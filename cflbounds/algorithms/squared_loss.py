@@ -10,6 +10,8 @@ convention scales the gradient (hence the effective step size), never the argmin
 """
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from .kernels import StoredData
@@ -37,8 +39,21 @@ def onednn_residuals(batch: int, m: int, n: int, d: int, dtype: torch.dtype, dev
     CPU with oneDNN, at least ``ONEDNN_VALUES`` values. Never the number of runs: a run's
     numbers must not depend on which other runs share its batch."""
     return (batch == 1 and m * n * d >= ONEDNN_VALUES and dtype == torch.float32
-            and torch.device(device).type == "cpu" and torch.backends.mkldnn.is_available()
-            and hasattr(torch._C._nn, "mkldnn_linear"))
+            and torch.device(device).type == "cpu" and _onednn_works())
+
+
+@functools.cache
+def _onednn_works() -> bool:
+    """Whether this torch has oneDNN and its (private) ``mkldnn_linear`` computes a small product
+    right: a torch that renamed or changed it keeps MKL instead of failing or going wrong."""
+    if not (torch.backends.mkldnn.is_available() and hasattr(torch._C._nn, "mkldnn_linear")):
+        return False
+    features, models = torch.arange(12.0).reshape(4, 3), torch.arange(6.0).reshape(2, 3) - 2
+    try:
+        product = torch._C._nn.mkldnn_linear(features.to_mkldnn(), models.to_mkldnn(), None).to_dense()
+    except (RuntimeError, TypeError):
+        return False
+    return torch.equal(product, features @ models.T)  # small integers: exact either way
 
 
 def residuals(features: torch.Tensor, responses: torch.Tensor, models: torch.Tensor,
