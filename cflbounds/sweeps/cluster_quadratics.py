@@ -273,8 +273,8 @@ class ClusterQuadratics:
         even after one that does not contract at ``step``. Which rule applies depends on the
         sizes only, never on the thread count, so neither do the quadratics known afterwards
         (which decide later looks)."""
-        m, n, d = self._points.shape
-        solvable = next((i for i, mask in enumerate(masks) if int(mask.sum()) * n < d), len(masks))
+        d = self._points.shape[-1]
+        solvable = next((i for i, mask in enumerate(masks) if self._singular(mask)), len(masks))
         if solvable * d ** 3 < _threads.PARALLEL_FLOPS:
             factors = []
             for mask in masks[:solvable]:
@@ -318,9 +318,13 @@ class ClusterQuadratics:
         error = self.scale * involved * (self._gram_rounding + gamma(2)) * (1 + gamma(n * d + 8))
         return self.scale * gram, error
 
-    def _solve(self, mask: np.ndarray) -> ClusterQuadratic | None:
+    def _singular(self, mask: np.ndarray) -> bool:
+        """Whether the machines in ``mask`` hold fewer points than dimensions: their ``H`` is singular."""
         m, n, d = self._points.shape
-        if int(mask.sum()) * n < d:  # fewer points than dimensions: H is singular
+        return int(mask.sum()) * n < d
+
+    def _solve(self, mask: np.ndarray) -> ClusterQuadratic | None:
+        if self._singular(mask):
             return None
         hessian, error = self._hessian(mask)
         offset = self.scale * self._offsets[torch.as_tensor(mask, device=self._offsets.device)].sum(0)
@@ -481,8 +485,8 @@ def _fixed_point(hessian: torch.Tensor, offset: torch.Tensor, space: KrylovSpace
     """``H^{-1} b``: the Galerkin solution in ``space`` (the Krylov space from ``b`` whose Lanczos
     vectors also give :meth:`ClusterQuadratics._solve`'s estimates, i.e. conjugate gradients'
     iterate) when its residual ``||H x - b||`` (``H x`` from the space's images) is within
-    ``_GALERKIN_RESIDUAL ||b||`` (:func:`_within`), else a
-    Cholesky solve; None where ``H`` does not factorise. Either is an approximation whose
+    ``_GALERKIN_RESIDUAL ||b||`` (:func:`_within`), else a Cholesky solve; None where ``H`` does
+    not factorise. Either is an approximation whose
     distance to the exact fixed point is certified afterwards from the float64 gradient at it,
     so the choice moves the certified error by rounding only. At paper size (a true cluster's
     ``H`` from 5000 points in d = 1000, condition about 7) 40 steps leave a relative residual of
