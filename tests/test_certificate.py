@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from cflbounds.sweeps import ifca_fig2
+from cflbounds.sweeps.certificate import FinalDistanceCertificate
 from cflbounds.sweeps.cluster_quadratics import ClusterQuadratics
 from cflbounds.sweeps.ifca_fig2 import fig2_cells, run_fig2_cell, stable_step_sizes, trial_outcomes
 
@@ -121,12 +122,22 @@ PROTOCOL = {"trials": 10, "restarts": 3, "iterations": 150}
 
 
 @pytest.mark.parametrize("variant", ["official", "paper-text"])
-def test_early_exit_keeps_outcomes_small_cells(variant):
+def test_early_exit_keeps_outcomes_small_cells(variant, monkeypatch):
+    paths = []
+    original = FinalDistanceCertificate._path_holds
+
+    def counted(self, *args):
+        paths.append(original(self, *args))
+        return paths[-1]
+
+    monkeypatch.setattr(FinalDistanceCertificate, "_path_holds", counted)
     pairs = run_both("a", variant, {"d": [64], "m": [24], "n": [24], "r": [0.25, 0.5], "sigma": [0.0, 0.1, 0.4]},
                      **PROTOCOL)
     counts = check_certificates(pairs)
     # the grid is placed where both kinds of certificate are issued (seeded: same counts every run),
-    # so the test exercises success, failure, the trial-level stop and runs finished in both
+    # so the test exercises success, failure, the trial-level stop and runs finished in both, and
+    # partitions certified by following gradient descent ahead where the balls alone could not
+    counts["path"] = sum(paths)
     assert all(counts.values()), counts
 
 

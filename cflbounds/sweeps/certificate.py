@@ -14,7 +14,11 @@ certificate, for gradient averaging on the squared loss with full participation:
    chooses does not move (radius 0).
 2. If every machine strictly prefers its current model for every choice of models in the
    balls (``||X_i c - y_i|| +- ||X_i||_2 r`` bound its loss over a ball), the partition
-   never changes again, so 1. holds until iteration T, by induction.
+   never changes again, so 1. holds until iteration T, by induction. Where the balls are
+   still too wide and every model's machines are one true cluster, gradient descent is
+   followed ahead instead until balls around its later iterates hold, each iterate before
+   checked machine by machine (``FinalDistanceCertificate._path_holds``): a trial's success
+   is then certified as soon as its partition settles, not once its balls have shrunk.
 3. Then the final distance lies within ``sum-over-models radius q^(T-t) r`` of the
    fixed points' distance; if that interval is below (above) the threshold by a margin
    that covers float32 rounding, the run certainly succeeds (fails).
@@ -34,8 +38,14 @@ import numpy as np
 import torch
 
 from .._threads import PARALLEL_FLOPS, one_torch_thread
+from .spectral_bounds import gamma
 
 __all__ = ["FinalDistanceCertificate"]
+
+
+# the most iterations _path_holds follows ahead: at paper size it needs 20-30 (step 0.1); a run that
+# needs more is looked at again later, when its balls are smaller
+_PATH_STEPS = 64
 
 
 class _Plan(NamedTuple):
@@ -54,6 +64,7 @@ class _Plan(NamedTuple):
     factors: np.ndarray
     distance: float | None
     norms: np.ndarray
+    step: float
 
 
 class FinalDistanceCertificate:
@@ -179,7 +190,7 @@ class FinalDistanceCertificate:
             fixed[j], errors[j], factors[j] = quadratic.fixed.cpu().numpy(), quadratic.fixed_error, factor
             norms[:, j] = quadratic.residual_norms
         distance = self._distance(problem, fixed) if chosen.all() else None
-        return _Plan(chosen, fixed, errors, factors, distance, norms)
+        return _Plan(chosen, fixed, errors, factors, distance, norms, step)
 
     def _distance(self, problem, centers: np.ndarray) -> float:
         """The protocol's distance score of the ``(k, d)`` centers to the problem's truths."""
@@ -219,13 +230,82 @@ class FinalDistanceCertificate:
         for j in idle:
             norms[:, j] = quadratics.residual_norms(torch.as_tensor(models[j], device=quadratics.features.device))
         spectral = quadratics.spectral_norms()
-        reach = radii + plan.errors  # every iterate lies within this of the computed fixed point
-        worst_own = norms[np.arange(len(partition)), partition] + spectral * reach[partition]
-        best_other = np.clip(norms - spectral[:, None] * reach[None, :], 0, None)
-        best_other[np.arange(len(partition)), partition] = np.inf
-        if not np.all(worst_own * (1 + 1e-6) < best_other.min(axis=1)):
+        # every iterate lies within radii + errors of the computed fixed point
+        if not (_ball_holds(norms, spectral, radii + plan.errors, partition)
+                or self._path_holds(models, quadratics, partition, plan, remaining, spectral)):
             return None  # some machine could switch models: the partition is not certain
         return verdict, lower, upper
+
+    def _path_holds(self, models, quadratics, partition, plan: _Plan, remaining, spectral) -> bool:
+        """Whether the partition certainly holds for the ``remaining`` iterations, by following
+        gradient descent ahead where the balls of :func:`_ball_holds` are still too wide: for a
+        partition whose every model's machines are exactly one true cluster (``H = c G`` known,
+        :meth:`~cflbounds.sweeps.cluster_quadratics.ClusterQuadratics.cluster_hessian`).
+
+        While the partition holds, model ``j`` is at ``x*_j + P_j^s (theta_j - x*_j)`` after ``s``
+        more iterations, ``P_j = I - gamma H_j`` (``||P_j|| < 1``: the plan's contraction factor)
+        and ``x*_j`` the exact fixed point. The offsets ``e_s`` from the computed fixed point are
+        followed in float64 until the balls around it of radii ``||e_s|| + delta_s + 2 error_j``
+        hold (:func:`_ball_holds`; they then hold at every later step), at step ``L``, or until
+        they cover every remaining iteration; at most ``_PATH_STEPS``. The ``L`` iterates before
+        are checked one by one: every machine's residual norm at each model, from the data in one
+        pass (:meth:`~cflbounds.sweeps.cluster_quadratics.ClusterQuadratics.residual_norm_matrix`),
+        must be lower at its own model than at every other, each norm widened by ``||X_i||_2``
+        times the iterate's distance to the exact one (``2 error_j + delta_s + u ||iterate||``), by
+        its float64 rounding and by what the loop's evaluation in the data's dtype may round
+        (:meth:`~cflbounds.sweeps.cluster_quadratics.ClusterQuadratics.residual_norm_rounding`).
+
+        ``delta_s`` bounds ``||e_s - P^s e_0||``: ``e_0 = theta - x`` rounds by ``u ||e_0||``, and
+        each step ``e - (gamma c) (G e)`` by ``gamma (error + gamma_{d+2} ||c G||_F) ||e||`` (``error``
+        bounds ``||c G - H||_2``, ``||G||_F`` the product's ``|| |G| ||_2``) plus ``gamma_4 (1 + gamma
+        ||c G||_F) ||e||`` for the scalings and the subtraction; ``P`` does not grow earlier
+        errors. Like the balls, this follows exact gradient descent on the data; the float32
+        iterates differ by their own rounding, which the margins absorb (module docstring). At
+        paper size (step 0.1) ``L`` is 20-30 and the pass over the data about 40 ms: a trial's
+        success is certified 20-30 iterations sooner, before its batch of runs spends them."""
+        k = models.shape[0]
+        if not plan.chosen.all():
+            return False
+        hessians = [quadratics.cluster_hessian(partition == j) for j in range(k)]
+        if any(hessian is None for hessian in hessians):
+            return False
+        device = quadratics.features.device
+        fixed = torch.as_tensor(plan.fixed, device=device)
+        offsets = [torch.as_tensor(models[j], device=device) - fixed[j] for j in range(k)]
+        step = plan.step
+        # per model: gamma c, and ||c G||_F rounded up
+        rates = [step * scale for _, scale, _ in hessians]
+        frobenius = [scale * float(torch.linalg.matrix_norm(gram)) * (1 + gamma(gram.numel())) for gram, scale, _ in hessians]
+        drift = gamma(1) * np.array([float(offset.norm()) for offset in offsets])  # e_0 = theta - x, rounded
+        path, drifts = [], []
+        while len(path) < remaining:  # else every remaining iteration's assignment is on the path
+            sizes = np.array([float(offset.norm()) for offset in offsets])
+            if _ball_holds(plan.norms, spectral, sizes + drift + 2 * plan.errors, partition):
+                break
+            if len(path) == _PATH_STEPS:
+                return False  # the balls shrink too slowly: no certificate at this look
+            path.append(torch.stack(offsets))
+            drifts.append(drift.copy())
+            for j, (gram, _, error) in enumerate(hessians):
+                offsets[j] = offsets[j] - rates[j] * (gram @ offsets[j])
+                drift[j] += (step * (error + gamma(gram.shape[-1] + 2) * frobenius[j])
+                             + gamma(4) * (1 + step * frobenius[j])) * sizes[j]
+        if not path:
+            return True
+        steps = len(path)
+        iterates = (fixed[None] + torch.stack(path)).reshape(steps * k, -1)  # step-major: (L k, d)
+        model_norms = iterates.norm(dim=-1).cpu().numpy()
+        norms = quadratics.residual_norm_matrix(iterates)  # (L k, m)
+        slack = (quadratics.residual_norm_rounding(model_norms, norms)
+                 + quadratics.residual_norm_rounding(model_norms, norms, quadratics.features.dtype)
+                 + spectral[None, :] * (2 * np.tile(plan.errors, steps) + np.concatenate(drifts)
+                                        + gamma(1) * model_norms)[:, None]).reshape(steps, k, -1)
+        norms = norms.reshape(steps, k, -1)
+        machines = np.arange(partition.size)
+        worst_own = (norms + slack)[:, partition, machines]  # (L, m)
+        best_other = norms - slack
+        best_other[:, partition, machines] = np.inf
+        return bool(np.all(worst_own * (1 + 1e-6) < best_other.min(axis=1)))
 
     def _idle_models_ahead(self, problem) -> np.ndarray:
         """The ``(J, d)`` models nobody chose of the problem's runs from the current one to the
@@ -251,6 +331,17 @@ class FinalDistanceCertificate:
             if self._interval(models[row, slot], problem, plan, remaining)[0] is not None:
                 idle.extend(models[row, slot][~plan.chosen])
         return np.stack(idle)
+
+
+def _ball_holds(norms: np.ndarray, spectral: np.ndarray, reach: np.ndarray, partition: np.ndarray) -> bool:
+    """Whether every machine strictly prefers its model wherever the models are in balls of radii
+    ``reach`` ``(k,)`` around points where its residual norms are ``norms`` ``(m, k)``: its loss
+    over a ball is within ``||X_i||_2 <= spectral[i]`` times the radius of the center's."""
+    machines = np.arange(partition.size)
+    worst_own = norms[machines, partition] + spectral * reach[partition]
+    best_other = np.clip(norms - spectral[:, None] * reach[None, :], 0, None)
+    best_other[machines, partition] = np.inf
+    return bool(np.all(worst_own * (1 + 1e-6) < best_other.min(axis=1)))
 
 
 def _canonical(partition: np.ndarray) -> bytes:

@@ -148,6 +148,7 @@ class ClusterQuadratics:
 
         traces, offsets = zip(*on_one_thread_each(copy, *_machine_groups(m, 4 * m * n * d)))
         self._traces = torch.cat(traces)[self._unsort].cpu().numpy()
+        self._response_norms = self.responses.norm(dim=-1).cpu().numpy()  # ||y_i||
         self._offsets = torch.cat(offsets)[self._unsort]
         self._members = [(cluster, self.membership == cluster) for cluster in np.unique(self.membership)]
         self._blocks: dict[int, torch.Tensor] = {}  # true cluster -> its Gram matrix
@@ -314,9 +315,22 @@ class ClusterQuadratics:
         <= trace P`` for PSD ``P = |X|^T |X|``, whose trace is ``X``'s), ``gamma`` the Grams'
         ``_gram_rounding``, plus the scaling's ``u ||H||``; inflated for the traces' own rounding."""
         gram, involved = self._assemble(mask)
+        return self.scale * gram, self._hessian_error(involved)
+
+    def _hessian_error(self, involved: float) -> float:
+        """:meth:`_hessian`'s bound on ``||c fl(G) - H||_2`` for Grams whose traces sum to ``involved``."""
         m, n, d = self._points.shape
-        error = self.scale * involved * (self._gram_rounding + gamma(2)) * (1 + gamma(n * d + 8))
-        return self.scale * gram, error
+        return self.scale * involved * (self._gram_rounding + gamma(2)) * (1 + gamma(n * d + 8))
+
+    def cluster_hessian(self, mask: np.ndarray) -> tuple[torch.Tensor, float, float] | None:
+        """``(G, c, error)`` with ``H = c G`` the Hessian of ``mask`` when ``mask`` is exactly one
+        true cluster (``G`` its Gram block, no copy: ``H v`` as ``c (G v)``), ``error`` bounding
+        ``||c fl(G) - H||_2`` (:meth:`_hessian`); None for any other machine set."""
+        parts = self._parts(mask)
+        if len(parts) != 1 or not parts[0][1] or parts[0][2].size:
+            return None
+        cluster = parts[0][0]
+        return self._block(cluster), self.scale, self._hessian_error(float(self._traces[self.membership == cluster].sum()))
 
     def _singular(self, mask: np.ndarray) -> bool:
         """Whether the machines in ``mask`` hold fewer points than dimensions: their ``H`` is singular."""
@@ -421,9 +435,8 @@ class ClusterQuadratics:
     @one_torch_thread()
     def remember_residual_norms(self, models: np.ndarray) -> None:
         """Remember :meth:`residual_norms` of each of the float64 ``(J, d)`` ``models`` not known
-        yet, from one pass over the data: per group of machines (one thread each,
-        :func:`_machine_groups`) one product ``X_i M^T`` with all the models ``M``, where one
-        model at a time reads the float64 copy once per model (at paper size 80 MB, 5 ms)."""
+        yet, from one pass over the data (:meth:`residual_norm_matrix`), where one model at a
+        time reads the float64 copy once per model (at paper size 80 MB, 5 ms)."""
         index: dict[bytes, int] = {}
         for model in models:
             key = np.ascontiguousarray(model).tobytes()
@@ -431,19 +444,40 @@ class ClusterQuadratics:
                 index[key] = len(index)
         if not index:
             return
-        block = torch.as_tensor(np.stack([np.frombuffer(key) for key in index]), device=self._points.device)
-        residuals = torch.empty((len(index),) + self._sorted_responses.shape, dtype=torch.float64,
-                                device=self._points.device)
-
-        def rows(span):  # (J, machines, n): each model's residuals, as residual_norms lays them out
-            start, stop = span
-            torch.sub(torch.matmul(self._points[start:stop], block.T).permute(2, 0, 1),
-                      self._sorted_responses[start:stop], out=residuals[:, start:stop])
-
-        on_one_thread_each(rows, *_machine_groups(residuals.shape[1], 2 * self._points.numel() * len(index)))
-        norms = residuals.norm(dim=-1)[:, self._unsort].cpu().numpy()
+        norms = self.residual_norm_matrix(torch.as_tensor(np.stack([np.frombuffer(key) for key in index]),
+                                                          device=self._points.device))
         for key, position in index.items():
             self._residuals[key] = norms[position]
+
+    @one_torch_thread()
+    def residual_norm_matrix(self, models: torch.Tensor) -> np.ndarray:
+        """``||X_i model_j - y_i||`` of every float64 model of ``(J, d)`` ``models`` and machine ``i``,
+        ``(J, m)``, not remembered: per group of machines (one thread each, :func:`_machine_groups`)
+        one product ``X_i M^T`` with all the models ``M``. Each within :meth:`residual_norm_rounding`
+        of its exact value."""
+        residuals = torch.empty((models.shape[0],) + self._sorted_responses.shape, dtype=torch.float64,
+                                device=self._points.device)
+
+        def rows(span):  # (J, machines, n): each model's residuals
+            start, stop = span
+            torch.sub(torch.matmul(self._points[start:stop], models.T).permute(2, 0, 1),
+                      self._sorted_responses[start:stop], out=residuals[:, start:stop])
+
+        on_one_thread_each(rows, *_machine_groups(residuals.shape[1], 2 * self._points.numel() * models.shape[0]))
+        return residuals.norm(dim=-1)[:, self._unsort].cpu().numpy()
+
+    def residual_norm_rounding(self, model_norms: np.ndarray, norms: np.ndarray, dtype=torch.float64) -> np.ndarray:
+        """A bound on ``| computed - exact |`` of :meth:`residual_norm_matrix`'s ``norms`` ``(J, m)``
+        of models of norms ``model_norms`` ``(J,)``, computed in ``dtype``: each residual entry
+        ``<x, theta> - y`` within ``gamma_{d+1} (|x|^T |theta| + |y|)``, so the residual within
+        ``gamma_{d+1} (||X_i||_F ||theta|| + ||y_i||)``, and the norm's own sum of squares and root
+        within ``gamma_{n+2}`` relative (of the exact norm, at most the computed one plus the rest),
+        doubled for the bound's own rounding. With the data's dtype (float32 in the protocol) it
+        bounds what the IFCA loop computes for the same model."""
+        m, n, d = self._points.shape
+        entry = gamma(d + 1, dtype) * (np.sqrt(self._traces)[None, :] * np.asarray(model_norms)[:, None]
+                                       + self._response_norms[None, :])
+        return 2 * (entry + gamma(n + 2, dtype) * (norms + entry))
 
     @one_torch_thread()
     def spectral_norms(self) -> np.ndarray:
