@@ -249,20 +249,22 @@ class FinalDistanceCertificate:
         hold (:func:`_ball_holds`; they then hold at every later step), at step ``L``, or until
         they cover every remaining iteration; at most ``_PATH_STEPS``. The ``L`` iterates before
         are checked one by one: every machine's residual norm at each model, from the data in one
-        pass (:meth:`~cflbounds.sweeps.cluster_quadratics.ClusterQuadratics.residual_norm_matrix`),
+        pass in its own dtype (:meth:`~cflbounds.sweeps.cluster_quadratics.ClusterQuadratics.residual_norm_matrix`),
         must be lower at its own model than at every other, each norm widened by ``||X_i||_2``
-        times the iterate's distance to the exact one (``2 error_j + delta_s + u ||iterate||``), by
-        its float64 rounding and by what the loop's evaluation in the data's dtype may round
-        (:meth:`~cflbounds.sweeps.cluster_quadratics.ClusterQuadratics.residual_norm_rounding`).
+        times the iterate's distance to the exact one (``2 error_j + delta_s``, and its rounding to
+        float64 and to the data's dtype), by that pass's rounding and by what the loop's own
+        evaluation in the data's dtype may round (each
+        :meth:`~cflbounds.sweeps.cluster_quadratics.ClusterQuadratics.residual_norm_rounding`).
 
         ``delta_s`` bounds ``||e_s - P^s e_0||``: ``e_0 = theta - x`` rounds by ``u ||e_0||``, and
-        each step ``e - (gamma c) (G e)`` by ``gamma (error + gamma_{d+2} ||c G||_F) ||e||`` (``error``
-        bounds ``||c G - H||_2``, ``||G||_F`` the product's ``|| |G| ||_2``) plus ``gamma_4 (1 + gamma
-        ||c G||_F) ||e||`` for the scalings and the subtraction; ``P`` does not grow earlier
-        errors. Like the balls, this follows exact gradient descent on the data; the float32
-        iterates differ by their own rounding, which the margins absorb (module docstring). At
-        paper size (step 0.1) ``L`` is 20-30 and the pass over the data about 40 ms: a trial's
-        success is certified 20-30 iterations sooner, before its batch of runs spends them."""
+        each step ``e - (gamma c) (G e)`` by ``gamma (error + gamma_{d+2} F) ||e||`` for the product
+        (``error`` bounds ``||c G - H||_2``; ``F = sqrt(d) (lambda_max bound + error)`` bounds
+        ``|| |c G| ||_2``) plus ``gamma_4 (1 + gamma F) ||e||`` for the scalings and the
+        subtraction; ``P`` does not grow earlier errors. Like the balls, this follows exact
+        gradient descent on the data; the float32 iterates differ by their own rounding, which the
+        margins absorb (module docstring). At paper size (step 0.1) ``L`` is 20-30 and the check
+        takes about 30 ms: a trial's success is certified 20-30 iterations sooner, before its
+        batch of runs spends them."""
         k = models.shape[0]
         if not plan.chosen.all():
             return False
@@ -272,10 +274,11 @@ class FinalDistanceCertificate:
         device = quadratics.features.device
         fixed = torch.as_tensor(plan.fixed, device=device)
         offsets = [torch.as_tensor(models[j], device=device) - fixed[j] for j in range(k)]
-        step = plan.step
-        # per model: gamma c, and ||c G||_F rounded up
-        rates = [step * scale for _, scale, _ in hessians]
-        frobenius = [scale * float(torch.linalg.matrix_norm(gram)) * (1 + gamma(gram.numel())) for gram, scale, _ in hessians]
+        step, d = plan.step, models.shape[-1]
+        rates = [step * scale for _, scale, _ in hessians]  # gamma c
+        # || |c G| ||_2 <= ||c G||_F <= sqrt(d) ||c G||_2 <= sqrt(d) (lambda_max(H) + error)
+        frobenius = [np.sqrt(d) * (quadratics.quadratic(partition == j).upper + error) * (1 + gamma(2))
+                     for j, (_, _, error) in enumerate(hessians)]
         drift = gamma(1) * np.array([float(offset.norm()) for offset in offsets])  # e_0 = theta - x, rounded
         path, drifts = [], []
         while len(path) < remaining:  # else every remaining iteration's assignment is on the path
@@ -294,12 +297,14 @@ class FinalDistanceCertificate:
             return True
         steps = len(path)
         iterates = (fixed[None] + torch.stack(path)).reshape(steps * k, -1)  # step-major: (L k, d)
-        model_norms = iterates.norm(dim=-1).cpu().numpy()
-        norms = quadratics.residual_norm_matrix(iterates)  # (L k, m)
-        slack = (quadratics.residual_norm_rounding(model_norms, norms)
-                 + quadratics.residual_norm_rounding(model_norms, norms, quadratics.features.dtype)
+        model_norms = iterates.norm(dim=-1).cpu().numpy() * (1 + gamma(d + 2))
+        dtype = quadratics.features.dtype
+        norms = quadratics.residual_norm_matrix(iterates, in_data_dtype=True)  # (L k, m)
+        # this computation's rounding and the loop's own (both in the data's dtype), and the iterate's
+        # distance to the exact one, plus its rounding to float64 and to the data's dtype
+        slack = (2 * quadratics.residual_norm_rounding(model_norms, norms, dtype)
                  + spectral[None, :] * (2 * np.tile(plan.errors, steps) + np.concatenate(drifts)
-                                        + gamma(1) * model_norms)[:, None]).reshape(steps, k, -1)
+                                        + (gamma(1) + gamma(1, dtype)) * model_norms)[:, None]).reshape(steps, k, -1)
         norms = norms.reshape(steps, k, -1)
         machines = np.arange(partition.size)
         worst_own = (norms + slack)[:, partition, machines]  # (L, m)

@@ -450,21 +450,25 @@ class ClusterQuadratics:
             self._residuals[key] = norms[position]
 
     @one_torch_thread()
-    def residual_norm_matrix(self, models: torch.Tensor) -> np.ndarray:
-        """``||X_i model_j - y_i||`` of every float64 model of ``(J, d)`` ``models`` and machine ``i``,
-        ``(J, m)``, not remembered: per group of machines (one thread each, :func:`_machine_groups`)
-        one product ``X_i M^T`` with all the models ``M``. Each within :meth:`residual_norm_rounding`
-        of its exact value."""
-        residuals = torch.empty((models.shape[0],) + self._sorted_responses.shape, dtype=torch.float64,
-                                device=self._points.device)
+    def residual_norm_matrix(self, models: torch.Tensor, in_data_dtype: bool = False) -> np.ndarray:
+        """``||X_i model_j - y_i||`` of every model of ``(J, d)`` ``models`` and machine ``i``, ``(J, m)``,
+        not remembered: per group of machines (one thread each, :func:`_machine_groups`) one product
+        ``X_i M^T`` with all the models ``M``. In float64 from the float64 copy, each within
+        :meth:`residual_norm_rounding` of its exact value; ``in_data_dtype``: from the data as
+        given, in its dtype (float32 in the protocol: half the bytes read and the GEMM rate), each
+        within :meth:`residual_norm_rounding` in that dtype of the exact value at the models
+        rounded to it (within ``u ||model||`` of each)."""
+        points = self._sorted if in_data_dtype else self._points
+        models, responses = models.to(points.dtype), self._sorted_responses.to(points.dtype)
+        residuals = torch.empty((models.shape[0],) + responses.shape, dtype=points.dtype, device=points.device)
 
         def rows(span):  # (J, machines, n): each model's residuals
             start, stop = span
-            torch.sub(torch.matmul(self._points[start:stop], models.T).permute(2, 0, 1),
-                      self._sorted_responses[start:stop], out=residuals[:, start:stop])
+            torch.sub(torch.matmul(points[start:stop], models.T).permute(2, 0, 1), responses[start:stop],
+                      out=residuals[:, start:stop])
 
-        on_one_thread_each(rows, *_machine_groups(residuals.shape[1], 2 * self._points.numel() * models.shape[0]))
-        return residuals.norm(dim=-1)[:, self._unsort].cpu().numpy()
+        on_one_thread_each(rows, *_machine_groups(residuals.shape[1], 2 * points.numel() * models.shape[0]))
+        return residuals.norm(dim=-1)[:, self._unsort].double().cpu().numpy()
 
     def residual_norm_rounding(self, model_norms: np.ndarray, norms: np.ndarray, dtype=torch.float64) -> np.ndarray:
         """A bound on ``| computed - exact |`` of :meth:`residual_norm_matrix`'s ``norms`` ``(J, m)``
