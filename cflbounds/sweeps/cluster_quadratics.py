@@ -8,7 +8,10 @@ the Fig. 2 protocol), the models chosen by a machine set ``S`` follow gradient d
 certificate (:mod:`cflbounds.sweeps.certificate`) needs: the fixed point ``H^{-1} b`` with a
 certified bound on its error, certified bounds on ``H``'s extreme eigenvalues
 (:mod:`cflbounds.sweeps.spectral_bounds`), and each machine's residual at the fixed point;
-and certified upper bounds on every ``||X_i||_2``.
+certified upper bounds on every ``||X_i||_2``; and, for following gradient descent ahead, a
+true cluster's ``H`` as its Gram block (:meth:`ClusterQuadratics.cluster_hessian`) and every
+machine's residual norm at many models from one pass over the data, with its rounding bound
+(:meth:`ClusterQuadratics.residual_norm_matrix`, :meth:`ClusterQuadratics.residual_norm_rounding`).
 
 Cost. ``H`` is assembled from the true clusters' Gram matrices, each computed once per
 problem: the part of ``S`` inside true cluster ``C`` is ``G_C`` minus the Gram of ``C``'s
