@@ -57,7 +57,7 @@ def _first_switch(features, responses, models, partition, iterations, step=STEP)
 def _path_holds(check, quadratics, models, partition, remaining, step=STEP):
     plan = check._plan(0, partition, step, 2)
     assert plan is not None
-    return check._path_holds(models, quadratics, partition, plan, remaining, quadratics.spectral_norms()), plan
+    return check._path_holds(models, quadratics, partition, plan, remaining, quadratics.spectral_norms())
 
 
 def _misfit_states(features, responses, membership, fixed):
@@ -95,7 +95,7 @@ def test_a_partition_the_path_certifies_never_changes(misfit):
                 continue  # the loop's next assignment would already differ: not this partition's look
             radii = np.linalg.norm(models - plan.fixed, axis=-1) + plan.errors
             ball = _ball_holds(plan.norms, quadratics.spectral_norms(), radii + plan.errors, membership)
-            path, _ = _path_holds(check, quadratics, models, membership, remaining=120)
+            path = _path_holds(check, quadratics, models, membership, remaining=120)
             holds = _first_switch(features, responses, models, membership, 120) is None
             assert holds or not path, seed
             seen.append((ball, path, holds))
@@ -116,9 +116,9 @@ def test_a_machine_with_the_other_clusters_data_makes_the_path_refuse():
     step = 0.05  # slow enough that the switch comes several iterations on
     switch = _first_switch(features, responses, models, membership, 60, step)
     assert switch is not None and switch > 3, switch
-    assert not _path_holds(check, quadratics, models, membership, switch + 1, step)[0]
-    assert not _path_holds(check, quadratics, models, membership, 60, step)[0]
-    assert _path_holds(check, quadratics, models, membership, switch, step)[0]
+    assert not _path_holds(check, quadratics, models, membership, switch + 1, step)
+    assert not _path_holds(check, quadratics, models, membership, 60, step)
+    assert _path_holds(check, quadratics, models, membership, switch, step)
 
 
 def test_a_path_longer_than_the_cap_is_refused(monkeypatch):
@@ -130,9 +130,9 @@ def test_a_path_longer_than_the_cap_is_refused(monkeypatch):
     models = plan.fixed + rng.standard_normal((2, D)) / np.sqrt(D)
     assert _first_switch(features, responses, models, membership, 200) is None
     monkeypatch.setattr(certificate, "_PATH_STEPS", 1000)
-    assert _path_holds(check, quadratics, models, membership, remaining=200)[0]
+    assert _path_holds(check, quadratics, models, membership, remaining=200)
     monkeypatch.setattr(certificate, "_PATH_STEPS", 1)
     passes = []
     monkeypatch.setattr(ClusterQuadratics, "residual_norm_matrix", lambda self, models: passes.append(models))
-    assert not _path_holds(check, quadratics, models, membership, remaining=200)[0]
+    assert not _path_holds(check, quadratics, models, membership, remaining=200)
     assert passes == []

@@ -305,12 +305,9 @@ class FinalDistanceCertificate:
         slack = (2 * quadratics.residual_norm_rounding(model_norms, norms, dtype)
                  + spectral[None, :] * (2 * np.tile(plan.errors, steps) + np.concatenate(drifts)
                                         + (gamma(1) + gamma(1, dtype)) * model_norms)[:, None]).reshape(steps, k, -1)
-        norms = norms.reshape(steps, k, -1)
-        machines = np.arange(partition.size)
-        worst_own = (norms + slack)[:, partition, machines]  # (L, m)
-        best_other = norms - slack
-        best_other[:, partition, machines] = np.inf
-        return bool(np.all(worst_own * (1 + 1e-6) < best_other.min(axis=1)))
+        norms = norms.reshape(steps, k, -1).transpose(0, 2, 1)  # (L, m, k)
+        slack = slack.transpose(0, 2, 1)
+        return _prefers_own(norms + slack, norms - slack, partition)
 
     def _idle_models_ahead(self, problem) -> np.ndarray:
         """The ``(J, d)`` models nobody chose of the problem's runs from the current one to the
@@ -342,11 +339,19 @@ def _ball_holds(norms: np.ndarray, spectral: np.ndarray, reach: np.ndarray, part
     """Whether every machine strictly prefers its model wherever the models are in balls of radii
     ``reach`` ``(k,)`` around points where its residual norms are ``norms`` ``(m, k)``: its loss
     over a ball is within ``||X_i||_2 <= spectral[i]`` times the radius of the center's."""
+    widening = spectral[:, None] * reach[None, :]
+    return _prefers_own(norms + widening, np.clip(norms - widening, 0, None), partition)
+
+
+def _prefers_own(upper: np.ndarray, lower: np.ndarray, partition: np.ndarray) -> bool:
+    """Whether every machine's residual norm at its own model (``partition``) is certainly below
+    its norm at every other: ``upper`` and ``lower`` ``(..., m, k)`` bound the norms, the own one
+    within a relative margin of 1e-6."""
     machines = np.arange(partition.size)
-    worst_own = norms[machines, partition] + spectral * reach[partition]
-    best_other = np.clip(norms - spectral[:, None] * reach[None, :], 0, None)
-    best_other[machines, partition] = np.inf
-    return bool(np.all(worst_own * (1 + 1e-6) < best_other.min(axis=1)))
+    worst_own = upper[..., machines, partition]
+    best_other = lower.copy()
+    best_other[..., machines, partition] = np.inf
+    return bool(np.all(worst_own * (1 + 1e-6) < best_other.min(axis=-1)))
 
 
 def _canonical(partition: np.ndarray) -> bytes:
