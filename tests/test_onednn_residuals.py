@@ -1,6 +1,7 @@
 """The residuals' GEMM on oneDNN for one large CPU float32 problem (squared_loss.onednn_residuals):
 the same residuals as MKL's to float32 rounding, a run's numbers independent of the other runs
-in its batch and of the thread count, and the features converted once per stored tensor."""
+in its batch and of the thread count, and chosen by the problem's shape alone, wherever the
+residuals are computed."""
 from __future__ import annotations
 
 import numpy as np
@@ -27,17 +28,13 @@ def _models(runs: int, seed: int = 1) -> torch.Tensor:
     return torch.as_tensor(np.random.default_rng(seed).standard_normal((1, runs, 2, D)), dtype=torch.float32)
 
 
-def _onednn(features: torch.Tensor) -> torch.Tensor:
-    return features.reshape(-1, D).to_mkldnn()
-
-
 def test_onednn_residuals_agree_with_mkls_to_float32_rounding():
     """Sums of 500 products of unit normals: entries about 22 in size, float32's rounding of such
     a sum at most about 500 u 22 = 7e-4; they agree far inside that."""
     features, responses = _problem()
     models = _models(10)
-    torch.testing.assert_close(residuals(features, responses, models, _onednn(features)),
-                               residuals(features, responses, models), rtol=0, atol=1e-4)
+    torch.testing.assert_close(residuals(features, responses, models, onednn=True),
+                               residuals(features, responses, models, onednn=False), rtol=0, atol=1e-4)
 
 
 def test_a_runs_residuals_do_not_depend_on_the_other_runs_in_its_batch():
@@ -45,19 +42,17 @@ def test_a_runs_residuals_do_not_depend_on_the_other_runs_in_its_batch():
     rest); a run's numbers, bit for bit, must not follow which other runs share the GEMM."""
     features, responses = _problem()
     models = _models(10)
-    blocked = _onednn(features)
-    every = residuals(features, responses, models, blocked)
+    every = residuals(features, responses, models, onednn=True)
     for runs in ([3], [0, 4, 9], list(range(7))):
-        assert torch.equal(residuals(features, responses, models[:, runs], blocked), every[..., runs, :])
+        assert torch.equal(residuals(features, responses, models[:, runs], onednn=True), every[..., runs, :])
 
 
 def test_onednn_residuals_are_the_same_on_one_and_two_threads(two_threads):
     features, responses = _problem()
     models = _models(10)
-    blocked = _onednn(features)
-    on_two = residuals(features, responses, models, blocked)
+    on_two = residuals(features, responses, models, onednn=True)
     torch.set_num_threads(1)
-    assert torch.equal(residuals(features, responses, models, blocked), on_two)
+    assert torch.equal(residuals(features, responses, models, onednn=True), on_two)
 
 
 class _Problem:
@@ -65,30 +60,32 @@ class _Problem:
         self.features, self.responses, self.m = features, responses, features.shape[1]
 
 
-def test_the_kernel_converts_the_stored_features_once_and_nothing_else(monkeypatch):
-    """The stored features are converted at the first iteration and reused; after an in-place
-    change they are converted again; other features (a fresh draw, a split's batch) and a batch
-    of two problems use MKL, as do float64 features."""
+def test_the_kernel_chooses_onednn_by_the_shape_alone(monkeypatch):
+    """The stored features, a fresh draw of the same shape and the gradient's own residuals
+    (re-sampled data) all take oneDNN; a batch of two problems and float64 features take MKL.
+    The kernel's residuals are oneDNN's bit for bit, and it keeps no copy of the features."""
     features, responses = _problem()
-    kernel = SquaredLoss(_Problem(features, responses))
-    converted = []
-    to_mkldnn = torch.Tensor.to_mkldnn
-    monkeypatch.setattr(torch.Tensor, "to_mkldnn", lambda tensor, *a: converted.append(tensor.shape) or to_mkldnn(tensor, *a))
     models = _models(4)
-    first = kernel.evaluate((features, responses), models)
-    kernel.evaluate((features, responses), models)
-    assert converted == [(M * N, D), (8, D), (8, D)]  # the features once, the models at every call
-    torch.testing.assert_close(first, residuals(features, responses, models), rtol=0, atol=1e-4)
-    features.mul_(1.0)  # an in-place change: its version moves
-    kernel.evaluate((features, responses), models)
-    assert converted[3] == (M * N, D)
-    converted.clear()
+    paths = []
+    real = squared_loss.residuals
+
+    def spy(*args, **kwargs):
+        paths.append(onednn_residuals(*args[0].shape, args[0].dtype, args[0].device))
+        return real(*args, **kwargs)
+
+    kernel = SquaredLoss(_Problem(features, responses))
+    assert torch.equal(kernel.evaluate((features, responses), models),
+                       residuals(features, responses, models, onednn=True))
+    monkeypatch.setattr(squared_loss, "residuals", spy)
     kernel.evaluate((features.clone(), responses), models)
+    chosen = torch.nn.functional.one_hot(torch.zeros(1, M, 4, dtype=torch.long), 2).to(features.dtype)
+    kernel.cluster_gradient_sums((features, responses), models, chosen)
     pair = _problem(batch=2)
     SquaredLoss(_Problem(*pair)).evaluate(pair, torch.cat([models, models]))
     wide = (features.double(), responses.double())
     SquaredLoss(_Problem(*wide)).evaluate(wide, models.double())
-    assert converted == []
+    assert paths == [True, True, False, False]
+    assert vars(kernel).keys() <= {"problem", "gradient_factor"}  # nothing of the features kept
 
 
 @pytest.mark.parametrize("case, expected", [
@@ -106,20 +103,22 @@ def test_which_problems_run_on_onednn(case, expected):
     assert squared_loss.ONEDNN_VALUES == 40 * 50 * 500
 
 
-@pytest.mark.parametrize("broken", ["raises", "wrong numbers", "missing"])
+@pytest.mark.parametrize("broken", ["raises", "wrong numbers", "missing", "not a tensor"])
 def test_a_torch_whose_onednn_linear_breaks_keeps_mkl(broken, monkeypatch):
-    """``mkldnn_linear`` is private torch API: if a newer torch removes it, changes its
-    signature or its numbers, the residuals stay on MKL (the probe on a small exact product)."""
-    def raises(*args):
-        raise TypeError("mkldnn_linear() takes 2 arguments")
+    """oneDNN's linear primitive is private torch API: if a newer torch removes it, changes its
+    signature, its numbers or what it returns, the residuals stay on MKL (the probe on a small
+    exact product)."""
+    def raises(features, weight):
+        raise {"raises": TypeError, "missing": AttributeError}[broken]("_linear_pointwise")
 
-    def wrong(features, weight, bias):
-        return (torch.ones(features.shape[0], weight.shape[0])).to_mkldnn()
+    def wrong(features, weight):
+        return torch.ones(features.shape[0], weight.shape[0])
 
-    if broken == "missing":
-        monkeypatch.delattr(torch._C._nn, "mkldnn_linear")
-    else:
-        monkeypatch.setattr(torch._C._nn, "mkldnn_linear", raises if broken == "raises" else wrong)
+    def not_a_tensor(features, weight):
+        return (features @ weight.T).to_mkldnn()
+
+    monkeypatch.setattr(squared_loss, "_onednn_linear",
+                        {"wrong numbers": wrong, "not a tensor": not_a_tensor}.get(broken, raises))
     squared_loss._onednn_works.cache_clear()
     try:
         assert not onednn_residuals(1, 100, 100, 1000, torch.float32, torch.device("cpu"))

@@ -34,43 +34,55 @@ ONEDNN_VALUES = 10**6
 
 
 def onednn_residuals(batch: int, m: int, n: int, d: int, dtype: torch.dtype, device: torch.device) -> bool:
-    """Whether :func:`residuals` of ``batch`` problems of ``m x n x d`` features runs on oneDNN
-    (from the features' oneDNN copy, :meth:`SquaredLoss.evaluate`): one problem, float32, on a
-    CPU with oneDNN, at least ``ONEDNN_VALUES`` values. Never the number of runs: a run's
-    numbers must not depend on which other runs share its batch."""
+    """Whether :func:`residuals` of ``batch`` problems of ``m x n x d`` features runs on oneDNN:
+    one problem, float32, on a CPU with oneDNN, at least ``ONEDNN_VALUES`` values. Never the
+    number of runs: a run's numbers must not depend on which other runs share its batch."""
     return (batch == 1 and m * n * d >= ONEDNN_VALUES and dtype == torch.float32
             and torch.device(device).type == "cpu" and _onednn_works())
 
 
+def _onednn_linear(features: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """``features @ weight.T`` by oneDNN's linear primitive (torch's private
+    ``mkldnn::_linear_pointwise``), from and into ordinary strided tensors: no oneDNN copy of the
+    features, no conversion of the result. Bit for bit what ``mkldnn_linear`` gives on a oneDNN
+    copy of the features (torch 2.13, 2 to 80 columns, one thread and two), without that copy's
+    40 MB per paper-size run and without its result's conversion, whose freed buffers the
+    allocator returned and faulted in again at every iteration (423 page faults, 0.7 ms, per
+    GEMM of Fig. 2's first wave; docs/performance.md)."""
+    return torch.ops.mkldnn._linear_pointwise(features, weight, None, "none", [], "")
+
+
 @functools.cache
 def _onednn_works() -> bool:
-    """Whether this torch has oneDNN and its (private) ``mkldnn_linear`` computes a small product
-    right: a torch that renamed or changed it keeps MKL instead of failing or going wrong."""
-    if not (torch.backends.mkldnn.is_available() and hasattr(torch._C._nn, "mkldnn_linear")):
+    """Whether this torch has oneDNN and its private linear primitive (:func:`_onednn_linear`)
+    computes a small product right: a torch that renamed or changed it keeps MKL instead of
+    failing or going wrong."""
+    if not torch.backends.mkldnn.is_available():
         return False
     features, models = torch.arange(12.0).reshape(4, 3), torch.arange(6.0).reshape(2, 3) - 2
-    try:
-        product = torch._C._nn.mkldnn_linear(features.to_mkldnn(), models.to_mkldnn(), None).to_dense()
-    except (RuntimeError, TypeError):
+    try:  # small integers: the product is exact either way
+        product = _onednn_linear(features, models)
+        return product.layout == torch.strided and torch.equal(product, features @ models.T)
+    except (AttributeError, RuntimeError, TypeError):  # NotImplementedError is a RuntimeError
         return False
-    return torch.equal(product, features @ models.T)  # small integers: exact either way
 
 
 def residuals(features: torch.Tensor, responses: torch.Tensor, models: torch.Tensor,
-              onednn_features: torch.Tensor | None = None) -> torch.Tensor:
+              onednn: bool | None = None) -> torch.Tensor:
     """``r[b, i, l, c, j] = <x_il, theta_cj> - y_il``: one GEMM per problem over all runs.
 
     features ``(B, m, n, d)``, responses ``(B, m, n)``, models ``(B, C, k, d)`` ->
-    ``(B, m, n, C, k)``. ``onednn_features``: the one problem's features as an ``(m n, d)``
-    oneDNN tensor, for a GEMM on oneDNN instead (:func:`onednn_residuals`).
+    ``(B, m, n, C, k)``. The GEMM runs on oneDNN where :func:`onednn_residuals` says so, on MKL
+    elsewhere; ``onednn`` forces one or the other (for tests and benchmarks).
     """
     B, m, n, d = features.shape
     C, k = models.shape[1:3]
-    if onednn_features is None:
-        predictions = torch.bmm(features.reshape(B, m * n, d), models.reshape(B, C * k, d).transpose(1, 2))
+    if onednn is None:
+        onednn = onednn_residuals(B, m, n, d, features.dtype, features.device)
+    if onednn:
+        predictions = _onednn_linear(features.reshape(m * n, d), models.reshape(C * k, d).contiguous())[None]
     else:
-        weight = models.reshape(C * k, d).contiguous().to_mkldnn()
-        predictions = torch._C._nn.mkldnn_linear(onednn_features, weight, None).to_dense()[None]
+        predictions = torch.bmm(features.reshape(B, m * n, d), models.reshape(B, C * k, d).transpose(1, 2))
     return predictions.sub_(responses.reshape(B, m * n, 1)).view(B, m, n, C, k)  # in place: no second tensor
 
 
@@ -120,23 +132,10 @@ class SquaredLoss(StoredData):
     def __init__(self, problem, loss: str = "mean"):
         super().__init__(problem)
         self.gradient_factor = LOSS_CONVENTIONS[loss]
-        self._onednn = None  # (the stored features, their version, their oneDNN copy)
 
     def evaluate(self, estimation, models):
         features, responses = estimation
-        return residuals(features, responses, models, self._onednn_features(features))
-
-    def _onednn_features(self, features: torch.Tensor) -> torch.Tensor | None:
-        """The problem's stored features as an ``(m n, d)`` oneDNN tensor when the residuals' GEMM
-        runs on oneDNN (:func:`onednn_residuals`), converted once and kept for every iteration;
-        None for other features (fresh draws, batches of the split: converting each costs
-        more than its GEMM saves)."""
-        if features is not self.problem.features or not onednn_residuals(*features.shape, features.dtype,
-                                                                          features.device):
-            return None
-        if self._onednn is None or self._onednn[0] is not features or self._onednn[1] != features._version:
-            self._onednn = (features, features._version, features.reshape(-1, features.shape[-1]).to_mkldnn())
-        return self._onednn[2]
+        return residuals(features, responses, models)
 
     def losses(self, residual):
         """``n F_i(theta_j)`` (the sum of squares: same argmin as the mean)."""

@@ -29,7 +29,7 @@ from .._torch import resolve_device
 from .._validation import InvalidParameterError
 from ..algorithms import ifca
 from ..algorithms.trace import matched_distances
-from ..algorithms.squared_loss import LOSS_CONVENTIONS, iteration_flops, onednn_residuals
+from ..algorithms.squared_loss import LOSS_CONVENTIONS, iteration_flops
 from ..synthetic import make_mixed_linear_regression
 from .certificate import FinalDistanceCertificate
 from .cluster_quadratics import ClusterQuadratics
@@ -141,9 +141,7 @@ def cell_memory(cell: dict, device: str = "cpu") -> dict[str, tuple[int, str]]:
     Counted from the shapes it allocates (``B`` trials per batch, ``R`` runs per trial, ``s``
     bytes per float). The problems of :func:`batches_drawn_at_once` batches are drawn together,
     one per torch thread at a time, in float64 on the host, then cast (``B (m n d + m n) s`` per
-    batch) and held until their batches end; a run holds its batch's data (and its features' oneDNN
-    copy when the residuals' GEMM runs there, :func:`~cflbounds.algorithms.squared_loss.onednn_residuals`;
-    twice when ``B > 1``: a
+    batch) and held until their batches end; a run holds its batch's data (twice when ``B > 1``: a
     batch that loses a problem is compacted into a copy), each iteration's four ``B m n R k``
     tensors (predictions, residuals, squares, masked) and the models, and the early-exit
     certificate: per problem its float64 copy of the data, the true clusters' ``k`` Gram
@@ -171,9 +169,7 @@ def cell_memory(cell: dict, device: str = "cpu") -> dict[str, tuple[int, str]]:
     place = "device" if resolve_device(device).type == "cuda" else "host"
     ahead = batches_drawn_at_once(cell, device)
     drawn = ahead * data * s  # the problems drawn together, held until their batches end
-    onednn = onednn_residuals(B, m, n, d, getattr(torch, cell["dtype"]), resolve_device(device))
-    blocked = m * n * d * s if onednn else 0  # the features' oneDNN copy
-    run = {"data (--m, --n, --d)": (drawn + (data * s if B > 1 else 0) + blocked, place),
+    run = {"data (--m, --n, --d)": (drawn + (data * s if B > 1 else 0), place),
            "iteration tensors (--m, --n, --restarts)": (4 * B * m * n * R * k * s + 4 * B * R * k * d * s, place)}
     if cell["early_exit"]:
         per_problem = (k * d * d + m * d + 4 * (d + m)) * 8 + _PROBLEM_OBJECTS
