@@ -31,6 +31,7 @@ from ..algorithms import ifca
 from ..algorithms.trace import matched_distances
 from ..algorithms.squared_loss import LOSS_CONVENTIONS, iteration_flops
 from ..synthetic import make_mixed_linear_regression
+from ..synthetic.batch_draws import chunk_machines
 from .certificate import FinalDistanceCertificate
 from .cluster_quadratics import ClusterQuadratics
 from .grid import cell_key, expand, trial_seeds
@@ -140,8 +141,9 @@ def cell_memory(cell: dict, device: str = "cpu") -> dict[str, tuple[int, str]]:
 
     Counted from the shapes it allocates (``B`` trials per batch, ``R`` runs per trial, ``s``
     bytes per float). The problems of :func:`batches_drawn_at_once` batches are drawn together,
-    one per torch thread at a time, in float64 on the host, then cast (``B (m n d + m n) s`` per
-    batch) and held until their batches end; a run holds its batch's data (twice when ``B > 1``: a
+    one per torch thread at a time, in float64 on the host a few machines at a time
+    (:func:`~cflbounds.synthetic.batch_draws.gaussian_features`), then cast (``B (m n d + m n) s``
+    per batch) and held until their batches end; a run holds its batch's data (twice when ``B > 1``: a
     batch that loses a problem is compacted into a copy), each iteration's four ``B m n R k``
     tensors (predictions, residuals, squares, masked) and the models, and the early-exit
     certificate: per problem its float64 copy of the data, the true clusters' ``k`` Gram
@@ -179,7 +181,7 @@ def cell_memory(cell: dict, device: str = "cpu") -> dict[str, tuple[int, str]]:
     at_once = min(torch.get_num_threads(), ahead * B)  # one per thread
     generation = {"data (--m, --n, --d)": (drawn, place),
                   "float64 draws of the problems drawn at once (--m, --n, --d)": (
-                      at_once * (m * n * d + 2 * m * n) * 8, "host")}
+                      at_once * (chunk_machines(m, n, d) * n * d + 3 * m * n) * 8, "host")}
     parts = max(run, generation, key=lambda phase: sum(size for size, _ in phase.values()))
     trace = B * R * ((T + 1) * k * k * 8 + 2 * T * 4 + 2 * k * d * 8)
     if cell["trials"] > B:

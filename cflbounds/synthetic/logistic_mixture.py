@@ -42,7 +42,7 @@ from scipy import optimize, special
 
 from .._torch import TENSOR_CONSTRAINTS, resolve_device, resolve_dtype
 from .._validation import ArrayLike, Interval, NoneOK, require, validate_params
-from .batch_draws import draw_batch
+from .batch_draws import draw_batch, gaussian_features
 from .mixed_linear_regression import cluster_sizes
 from .planted_clusters import PlantedClusters
 from .seeding import BATCH_CONSTRAINTS, problem_seeds, stream
@@ -265,10 +265,10 @@ def _sample_batch(rngs, teachers, membership, n, dtype, device):
     once, one per thread: :func:`~.batch_draws.draw_batch`)."""
     m, d = membership.shape[0], teachers.shape[-1]
 
-    def one_problem(rng, b):
-        x = rng.standard_normal((m, n, d))
-        probability = special.expit(np.einsum("mnd,md->mn", x, teachers[b][membership]))
-        return x, np.where(rng.random((m, n)) < probability, 1.0, -1.0)
+    def one_problem(rng, b, rows):
+        features, labels = rows
+        probability = special.expit(gaussian_features(rng, features, teachers[b][membership]))
+        labels.copy_(torch.from_numpy(np.where(rng.random((m, n)) < probability, 1.0, -1.0)))
 
     return tuple(draw_batch(rngs, one_problem, [(m, n, d), (m, n)], dtype, device))
 

@@ -34,7 +34,7 @@ from .._validation import (
     require,
     validate_params,
 )
-from .batch_draws import draw_batch
+from .batch_draws import draw_batch, gaussian_features
 from .planted_clusters import PlantedClusters
 from .seeding import BATCH_CONSTRAINTS, problem_seeds, stream
 
@@ -212,17 +212,17 @@ def _sample_batch(rngs, centers, membership, n, sigma, dtype, device):
     """``(B, m, n, d)`` features and ``(B, m, n)`` responses, problem ``b`` from ``rngs[b]``
     (the problems at once, one per thread: :func:`~.batch_draws.draw_batch`)."""
     m, d = membership.shape[0], centers.shape[-1]
-    return tuple(draw_batch(rngs, lambda rng, b: _sample_machines(rng, centers[b], membership, n, sigma),
+    return tuple(draw_batch(rngs, lambda rng, b, rows: _sample_machines(rng, centers[b], membership, sigma, *rows),
                             [(m, n, d), (m, n)], dtype, device))
 
 
-def _sample_machines(rng, theta_star, membership, n, sigma):
-    """``(m, n, d)`` Gaussian features and ``(m, n)`` responses for one problem."""
-    m, d = membership.shape[0], theta_star.shape[1]
-    features = rng.standard_normal((m, n, d))
-    noise = rng.standard_normal((m, n)) * sigma
-    responses = np.einsum("mnd,md->mn", features, theta_star[membership]) + noise
-    return features, responses
+def _sample_machines(rng, theta_star, membership, sigma, features, responses):
+    """One problem's Gaussian features and responses ``<x, theta*_j> + sigma eps`` (IFCA Sec. 5.1)
+    into ``features`` ``(m, n, d)`` and ``responses`` ``(m, n)``: the features first, then the
+    noise, from one stream."""
+    signal = gaussian_features(rng, features, theta_star[membership])
+    noise = rng.standard_normal(signal.shape) * sigma
+    responses.copy_(torch.from_numpy(signal + noise))
 
 
 _GIVEN_TRUTH = Constraint(
