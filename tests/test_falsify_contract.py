@@ -252,3 +252,14 @@ def test_the_contract_error_names_the_claim_the_counts_and_the_rule():
         checked_evaluate(domain, [{"x": 0.1 * i} for i in range(6)], list(range(6)), VerifyContext(), "FOO.BAR")
     assert str(caught.value) == ("FOO.BAR: evaluate returned 1 instance for 6 points (the Domain contract: one "
                                  "Instance per point)")
+
+
+def test_a_domains_instances_are_what_the_search_gets_checked_the_same_way():
+    """``Domain.instances``, the plugin API's way to try a domain (docs/own-theorem.md), returns
+    ``checked_evaluate``'s instances and raises its ``ContractError``."""
+    good = Instance(0.5, 1.0, [_row(0.5)])
+    domain = Domain([Parameter("x", 0.0, 1.0)], lambda points, seeds, ctx: [good] * len(points))
+    assert domain.instances([{"x": 0.5}, {"x": 0.25}], seeds=[0, 1]) == [good, good]
+    short = Domain([Parameter("x", 0.0, 1.0)], lambda points, seeds, ctx: [good])
+    with pytest.raises(ContractError, match=r"^FOO\.BAR: evaluate returned 1 instance for 2 points"):
+        short.instances([{"x": 0.5}, {"x": 0.25}], seeds=[0, 1], claim="FOO.BAR")
