@@ -254,12 +254,14 @@ def test_the_contract_error_names_the_claim_the_counts_and_the_rule():
                                  "Instance per point)")
 
 
-def test_a_domains_instances_are_what_the_search_gets_checked_the_same_way():
-    """``Domain.instances``, the plugin API's way to try a domain (docs/own-theorem.md), returns
-    ``checked_evaluate``'s instances and raises its ``ContractError``."""
+def test_the_plugin_api_offers_the_searchs_checked_evaluation_with_a_default_context():
+    """``cflbounds.claims.checked_evaluate`` (docs/own-theorem.md) is the engine's function, and
+    without a context it evaluates at the default scale, seed 0, on the CPU."""
+    import cflbounds.claims
+
+    seen = []
     good = Instance(0.5, 1.0, [_row(0.5)])
-    domain = Domain([Parameter("x", 0.0, 1.0)], lambda points, seeds, ctx: [good] * len(points))
-    assert domain.instances([{"x": 0.5}, {"x": 0.25}], seeds=[0, 1]) == [good, good]
-    short = Domain([Parameter("x", 0.0, 1.0)], lambda points, seeds, ctx: [good])
-    with pytest.raises(ContractError, match=r"^FOO\.BAR: evaluate returned 1 instance for 2 points"):
-        short.instances([{"x": 0.5}, {"x": 0.25}], seeds=[0, 1], claim="FOO.BAR")
+    domain = Domain([Parameter("x", 0.0, 1.0)], lambda points, seeds, ctx: seen.append(ctx) or [good] * len(points))
+    assert cflbounds.claims.checked_evaluate is checked_evaluate
+    assert cflbounds.claims.checked_evaluate(domain, [{"x": 0.5}, {"x": 0.25}], seeds=[0, 1]) == [good, good]
+    assert (seen[0].scale, seen[0].seed, seen[0].device) == (VerifyContext().scale, 0, "cpu")

@@ -16,6 +16,8 @@ An installed package adds its claims through the entry-point group ``cflbounds.c
 A claim whose bound can be evaluated on one instance may also declare a :class:`Domain` (its
 admissible :class:`Parameter` ranges and assumptions, and an evaluation returning an
 :class:`Instance` per point): ``cflbounds falsify`` then searches it for the worst case.
+:func:`checked_evaluate` gives a domain's instances at some points as the search gets them
+(checked against the contract, a break raised as :class:`ContractError`).
 
 Helpers a check may use, the same ones the five papers' checks use:
 
@@ -41,11 +43,13 @@ from ..verify import rules
 from ..verify.checkpoints import checkpoint_type
 from ..verify.claim import Claim, ClaimError
 from ..verify.context import VerifyContext
+from ..verify.contract import checked_evaluate
 from ..verify.domain import Domain, Instance, Parameter
+from ..verify.failure import ContractError
 from ..verify.verdict import Verdict
 from . import assumptions, orderings, recovery, stats
 
-__all__ = ["Claim", "ClaimError", "checkpoint_type", "Domain", "Inequality", "Instance", "Interval",
+__all__ = ["checked_evaluate", "Claim", "ClaimError", "checkpoint_type", "ContractError", "Domain", "Inequality", "Instance", "Interval",
            "InvalidParameterError", "Options", "Parameter", "RELATIVE_TOLERANCE",
            "require", "rules", "validate_params", "VerifyContext", "Verdict",
            "assumptions", "orderings", "recovery", "stats"]

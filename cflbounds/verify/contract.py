@@ -43,6 +43,7 @@ import numpy as np
 
 from .._threads import follow_load
 from ..bounds._report import _RELATIONS
+from .context import VerifyContext
 from .domain import Domain, Instance
 from .failure import ContractError
 
@@ -57,9 +58,13 @@ FREQUENCY_TOLERANCE = 1e-6
 MEAN_TOLERANCE = 1e-5
 
 
-def checked_evaluate(domain: Domain, points: list, seeds: list, ctx, claim: str = "this claim") -> list[Instance]:
+def checked_evaluate(domain: Domain, points: list, seeds: list, ctx=None, claim: str = "this claim") -> list[Instance]:
     """``domain.evaluate(points, seeds, ctx)``, its result checked against the contract
-    (module docstring); raises :class:`ContractError` naming ``claim`` and the broken rule."""
+    (module docstring); raises :class:`ContractError` naming ``claim`` and the broken rule.
+    ``ctx``: a :class:`~cflbounds.verify.context.VerifyContext` (default: the default scale, seed
+    0, CPU). What ``cflbounds falsify`` gets from a domain, and how a plugin tries its domain
+    before a search (``cflbounds.claims.checked_evaluate``, docs/own-theorem.md)."""
+    ctx = VerifyContext() if ctx is None else ctx
     with follow_load():  # at most the cores other processes leave free (cflbounds._threads)
         instances = domain.evaluate(list(points), list(seeds), ctx)
     with _returned_by(domain.evaluate):

@@ -252,18 +252,6 @@ class Domain:
     def constraint_rows(self, point: dict) -> list:
         return list(self.constraints(point)) if self.constraints is not None else []
 
-    def instances(self, points: Sequence[dict], seeds: Sequence[int], ctx=None,
-                  claim: str = "this claim") -> list[Instance]:
-        """The :class:`Instance` of each of ``points`` (one seed each) as ``cflbounds falsify``
-        gets it: :attr:`evaluate`'s result checked against the contract (:mod:`.contract`), a
-        break raised as ``ContractError`` naming ``claim`` and the broken rule. ``ctx``: a
-        :class:`~cflbounds.claims.VerifyContext` (default: the default scale, seed 0, CPU). How
-        a plugin tests its domain before a search (docs/own-theorem.md)."""
-        from .context import VerifyContext
-        from .contract import checked_evaluate  # the contract module checks what a Domain returns
-
-        return checked_evaluate(self, list(points), list(seeds), VerifyContext() if ctx is None else ctx, claim)
-
     def allowed(self, instance: Instance) -> float:
         """What the claim allows at ``instance``: a deterministic bound with its numerical
         tolerance (:func:`deterministic_allowed`, as :func:`.rules.deterministic` judges it), else the bound."""
