@@ -66,25 +66,25 @@ def test_the_kernel_chooses_onednn_by_the_shape_alone(monkeypatch):
     The kernel's residuals are oneDNN's bit for bit, and it keeps no copy of the features."""
     features, responses = _problem()
     models = _models(4)
-    paths = []
-    real = squared_loss.residuals
-
-    def spy(*args, **kwargs):
-        paths.append(onednn_residuals(*args[0].shape, args[0].dtype, args[0].device))
-        return real(*args, **kwargs)
-
     kernel = SquaredLoss(_Problem(features, responses))
     assert torch.equal(kernel.evaluate((features, responses), models),
                        residuals(features, responses, models, onednn=True))
-    monkeypatch.setattr(squared_loss, "residuals", spy)
-    kernel.evaluate((features.clone(), responses), models)
+    calls = []
+    real = squared_loss._onednn_linear
+    monkeypatch.setattr(squared_loss, "_onednn_linear", lambda *args: calls.append(args[0].shape) or real(*args))
+
+    def on_onednn(compute) -> bool:
+        before = len(calls)
+        compute()
+        return len(calls) == before + 1
+
     chosen = torch.nn.functional.one_hot(torch.zeros(1, M, 4, dtype=torch.long), 2).to(features.dtype)
-    kernel.cluster_gradient_sums((features, responses), models, chosen)
     pair = _problem(batch=2)
-    SquaredLoss(_Problem(*pair)).evaluate(pair, torch.cat([models, models]))
     wide = (features.double(), responses.double())
-    SquaredLoss(_Problem(*wide)).evaluate(wide, models.double())
-    assert paths == [True, True, False, False]
+    assert on_onednn(lambda: kernel.evaluate((features.clone(), responses), models))
+    assert on_onednn(lambda: kernel.cluster_gradient_sums((features, responses), models, chosen))
+    assert not on_onednn(lambda: SquaredLoss(_Problem(*pair)).evaluate(pair, torch.cat([models, models])))
+    assert not on_onednn(lambda: SquaredLoss(_Problem(*wide)).evaluate(wide, models.double()))
     assert vars(kernel).keys() <= {"problem", "gradient_factor"}  # nothing of the features kept
 
 
