@@ -49,7 +49,7 @@ from ..verify.failure import ContractError
 from ..verify.verdict import Verdict
 from . import assumptions, orderings, recovery, stats
 
-__all__ = ["checked_evaluate", "Claim", "ClaimError", "checkpoint_type", "ContractError", "Domain", "Inequality", "Instance", "Interval",
-           "InvalidParameterError", "Options", "Parameter", "RELATIVE_TOLERANCE",
+__all__ = ["checked_evaluate", "Claim", "ClaimError", "checkpoint_type", "ContractError", "Domain", "Inequality",
+           "Instance", "Interval", "InvalidParameterError", "Options", "Parameter", "RELATIVE_TOLERANCE",
            "require", "rules", "validate_params", "VerifyContext", "Verdict",
            "assumptions", "orderings", "recovery", "stats"]

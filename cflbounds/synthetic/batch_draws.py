@@ -58,10 +58,11 @@ def gaussian_features(rng: np.random.Generator, out: torch.Tensor, weights: np.n
     products = np.empty((m, n))
     buffer = np.empty((chunk_machines(m, n, d), n, d))
     for start in range(0, m, buffer.shape[0]):
-        chunk = buffer[:min(buffer.shape[0], m - start)]
+        machines = slice(start, min(start + buffer.shape[0], m))
+        chunk = buffer[:machines.stop - start]
         rng.standard_normal(out=chunk)
-        out[start:start + chunk.shape[0]] = torch.from_numpy(chunk)
-        products[start:start + chunk.shape[0]] = np.einsum("mnd,md->mn", chunk, weights[start:start + chunk.shape[0]])
+        out[machines] = torch.from_numpy(chunk)
+        products[machines] = np.einsum("mnd,md->mn", chunk, weights[machines])
     return products
 
 
