@@ -483,7 +483,7 @@ def test_verify_strict_exits_1_on_a_planted_violation(capsys, tmp_path, monkeypa
     true_factor = bounds.theorem2_contraction
     monkeypatch.setattr(ifca_checks.bounds, "theorem2_contraction", lambda p, lam, L: 0.5 * true_factor(p, lam, L))
     code, out, _ = run(capsys, "verify", "IFCA.T2c", "--scale", "smoke", "--device", "cpu", "--out", tmp_path,
-                       "--strict", "--json")
+                       "--strict", "--json", "--isolation", "none")  # the planted factor is in this process
     assert code == 1
     assert json.loads(out)["verdicts"][0]["verdict"] == "violated"
 
@@ -493,10 +493,12 @@ def test_verify_strict_only_changes_the_exit_code(capsys, tmp_path, monkeypatch)
     only with --strict. Unplanted, --strict exits 0."""
     code, out, _ = run(capsys, "verify", "IFCA.A2", "--scale", "smoke", "--out", tmp_path / "ok", "--strict", "--json")
     assert code == 0 and json.loads(out)["verdicts"][0]["verdict"] == "holds"
-    monkeypatch.setattr(ifca_checks, "RADIUS", 2.0)
-    code, out, _ = run(capsys, "verify", "IFCA.A2", "--scale", "smoke", "--out", tmp_path / "lax", "--json")
+    monkeypatch.setattr(ifca_checks, "RADIUS", 2.0)  # in this process: the claims run here (--isolation none)
+    code, out, _ = run(capsys, "verify", "IFCA.A2", "--scale", "smoke", "--out", tmp_path / "lax", "--json",
+                       "--isolation", "none")
     assert code == 0 and json.loads(out)["verdicts"][0]["verdict"] == "violated"
-    code, _, _ = run(capsys, "verify", "IFCA.A2", "--scale", "smoke", "--out", tmp_path / "strict", "--strict")
+    code, _, _ = run(capsys, "verify", "IFCA.A2", "--scale", "smoke", "--out", tmp_path / "strict", "--strict",
+                     "--isolation", "none")
     assert code == 1
 
 
