@@ -209,7 +209,8 @@ class HeterogeneousQuadratics:
         feasible = np.all(gap > -tolerance, axis=-1)
         tight = np.abs(gap) <= tolerance
         with np.errstate(divide="ignore", invalid="ignore"):
-            terms = np.where(tight, np.where(np.abs(v) <= 1e-12 * np.sqrt(scale), 0.0, np.inf), v**2 / gap)
+            terms = np.where(tight, np.where(np.abs(v) <= 1e-12 * np.sqrt(scale), 0.0, np.inf),
+                             v**2 / np.where(tight | (gap <= 0), 1.0, gap))
         return np.where(feasible, np.sqrt(s + terms.sum(-1)), np.inf)
 
     def dissimilarity_B(self, G) -> np.ndarray:
@@ -228,8 +229,8 @@ class HeterogeneousQuadratics:
         low, high = top.copy(), top + weight.sum(-1)  # the root lies in (nu_max, nu_max + sum w_j]
         for _ in range(200):
             middle = 0.5 * (low + high)
-            with np.errstate(divide="ignore"):
-                value = np.sum(weight / (middle[..., None] - nu), axis=-1)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                value = np.sum(np.where(weight > 0, weight / (middle[..., None] - nu), 0.0), axis=-1)
             above = value > 1.0
             low, high = np.where(above, middle, low), np.where(above, high, middle)
         b2 = np.where(weight.sum(-1) > 0, high, top)
@@ -284,7 +285,8 @@ class HeterogeneousQuadratics:
         ``E_k`` over ``k ~ p_k``), ``(B, *S)``; ``inf`` at a stationary point."""
         gradients = self.client_gradients(w)
         spread = np.square(gradients).sum(-1) @ self.weights
-        mean = np.square(np.einsum("...nd,n->...d", gradients, self.weights)).sum(-1)
+        u = self._points(w) - self.minimizer.reshape(self.batch_size, *([1] * (np.ndim(w) - 2)), self.d)
+        mean = np.square(np.einsum("bij,b...j->b...i", self.global_hessian, u)).sum(-1)  # ||Abar (w - w*)||^2
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(mean > 0, np.sqrt(spread / np.where(mean > 0, mean, 1.0)), np.inf)
 
