@@ -15,53 +15,22 @@ from cflbounds.algorithms.client_sampling import aggregation_weights
 from cflbounds.algorithms.fedavg_noniid import fedavg_noniid
 from cflbounds.algorithms.iterate_trace import IterateTrace, measured_gradient_bound
 from cflbounds.algorithms.local_updates import DecayingStep, paper_step
-from cflbounds.synthetic.counter_random import counter_hash, counter_normal, counter_uniform
+from cflbounds.synthetic.counter_random import counter_hash, counter_normal
 from cflbounds.synthetic.heterogeneous_quadratics import make_heterogeneous_quadratics
+
+from conftest import load_benchmark
+
+reference_fedavg = load_benchmark("reference_catalogue").reference_fedavg  # the per-run, per-device loop
 
 N, D, B = 5, 3, 3
 WEIGHTS = np.array([0.1, 0.3, 0.2, 0.15, 0.25])
-NOISE, SAMPLING = 41, 43  # the streams local_updates documents (STREAM_NOISE, STREAM_SAMPLING)
+NOISE = 41  # the noise stream local_updates documents (STREAM_NOISE)
 
 
 @pytest.fixture(scope="module")
 def problem():
     return make_heterogeneous_quadratics(N, D, strong_convexity=0.5, smoothness=2.0, heterogeneity=1.0,
                                          noise_std=[0.2, 0.4, 0.1, 0.3, 0.5], weights=WEIGHTS, batch_size=B, seed=3)
-
-
-def reference_fedavg(problem, b, seed, rounds, E, eta, scheme, K, x0):
-    """Li et al.'s FedAvg for run ``b`` alone: every device runs E SGD steps from the server model
-    with its own noise ``(sigma_k / sqrt(d)) z``, ``z`` the normals of (device key, step); the
-    server aggregates the sampled devices as Sec. 3.3 writes each scheme."""
-    key = counter_hash(np.uint64(problem.seeds[b]), np.uint64(seed))
-    device_keys = [counter_hash(key, NOISE, np.uint64(k)) for k in range(N)]
-    sampling_key = counter_hash(key, SAMPLING)
-    A, optima, p, sigma = problem.hessians_exact[b], problem.optima_exact[b], problem.weights, problem.noise_std
-    x = np.array(x0, dtype=float)
-    models = [x.copy()]
-    for r in range(rounds):
-        local = []
-        for k in range(N):
-            w = x.copy()
-            for t in range(r * E, (r + 1) * E):
-                z = counter_normal(device_keys[k], t, D)
-                w = w - eta(t) * (A[k] @ (w - optima[k]) + sigma[k] / math.sqrt(D) * z)
-            local.append(w)
-        if scheme == "full":
-            x = sum(p[k] * local[k] for k in range(N))
-        elif scheme == "scheme-I":
-            draws = counter_uniform(sampling_key, r, K)
-            chosen = [int(np.argmax(np.cumsum(p) > u * p.sum())) for u in draws]  # inverse CDF
-            x = sum(local[k] for k in chosen) / K
-        else:
-            order = np.argsort(counter_uniform(sampling_key, r, N), kind="stable")
-            chosen = sorted(order[:K].tolist())
-            if scheme == "scheme-II":
-                x = N / K * sum(p[k] * local[k] for k in chosen)
-            else:
-                x = sum(p[k] * local[k] for k in chosen) / sum(p[k] for k in chosen)
-        models.append(x)
-    return np.array(models)
 
 
 def decaying(mu, gamma):

@@ -10,6 +10,10 @@ from cflbounds import InvalidParameterError
 from cflbounds.algorithms.local_gd import local_gd, sync_times
 from cflbounds.synthetic.heterogeneous_quadratics import make_heterogeneous_quadratics
 
+from conftest import load_benchmark
+
+reference_local_gd = load_benchmark("reference_catalogue").reference_local_gd  # client by client
+
 M, D, B = 4, 3, 3
 
 
@@ -17,20 +21,6 @@ M, D, B = 4, 3, 3
 def problem():
     return make_heterogeneous_quadratics(M, D, strong_convexity=0.2, smoothness=2.0, heterogeneity=2.0,
                                          noise_std=0.5, batch_size=B, seed=21)  # the noise is never used
-
-
-def reference_local_gd(problem, b, T, gamma, times, x0):
-    """Khaled et al.'s local GD for run ``b``: each client's full-gradient steps; at t + 1 in
-    ``times`` every client takes the average of the stepped iterates. Returns x_hat_t, t = 0..T."""
-    A, optima = problem.hessians_exact[b], problem.optima_exact[b]
-    x = [np.array(x0, dtype=float) for _ in range(M)]
-    averages = [np.mean(x, axis=0)]
-    for t in range(T):
-        x = [x[m] - gamma * A[m] @ (x[m] - optima[m]) for m in range(M)]
-        if t + 1 in times:
-            x = [np.mean(x, axis=0)] * M
-        averages.append(np.mean(x, axis=0))
-    return np.array(averages)
 
 
 @pytest.mark.parametrize("sync", [3, [2, 3, 7, 8]])

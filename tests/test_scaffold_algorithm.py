@@ -4,60 +4,25 @@ two steps: one client, or identical noise-free clients under option I; eta_g = 1
 client is Li et al.'s full-participation FedAvg); batch invariance; divergence; bad input."""
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 
 from cflbounds import InvalidParameterError
 from cflbounds.algorithms.fedavg_noniid import fedavg_noniid
 from cflbounds.algorithms.scaffold import fedavg_two_steps, scaffold
-from cflbounds.synthetic.counter_random import counter_hash, counter_normal, counter_uniform
 from cflbounds.synthetic.heterogeneous_quadratics import make_heterogeneous_quadratics
 
+from conftest import load_benchmark
+
+reference_scaffold = load_benchmark("reference_catalogue").reference_scaffold  # Alg. 1, client by client
+
 N, D, B = 6, 3, 2
-NOISE, CONTROL, SAMPLING = 41, 42, 43  # local_updates' streams
 
 
 @pytest.fixture(scope="module")
 def problem():
     return make_heterogeneous_quadratics(N, D, strong_convexity=0.5, smoothness=3.0, heterogeneity=2.0,
                                          noise_std=[0.2, 0.4, 0.1, 0.3, 0.5, 0.0], batch_size=B, seed=13)
-
-
-def reference_scaffold(problem, b, seed, R, K, eta_l, eta_g, S, option, x0):
-    """Alg. 1 for run ``b`` alone, client by client; ``option`` None is FedAvg with two steps."""
-    key = counter_hash(np.uint64(problem.seeds[b]), np.uint64(seed))
-    noise_keys = [counter_hash(key, NOISE, np.uint64(i)) for i in range(N)]
-    control_keys = [counter_hash(key, CONTROL, np.uint64(i)) for i in range(N)]
-    sampling_key = counter_hash(key, SAMPLING)
-    A, optima, sigma = problem.hessians_exact[b], problem.optima_exact[b], problem.noise_std
-
-    def g(i, y, key_i, counter):
-        return A[i] @ (y - optima[i]) + sigma[i] / math.sqrt(D) * counter_normal(key_i, counter, D)
-
-    x, c, c_i = np.array(x0, dtype=float), np.zeros(D), np.zeros((N, D))
-    models = [x.copy()]
-    for r in range(R):
-        sampled = np.argsort(counter_uniform(sampling_key, r, N), kind="stable")[:S]
-        delta_y, delta_c = np.zeros(D), np.zeros(D)
-        for i in sampled:
-            y = x.copy()
-            for k in range(K):
-                gradient = g(i, y, noise_keys[i], r * K + k)
-                y = y - eta_l * (gradient if option is None else gradient - c_i[i] + c)
-            if option == "I":
-                c_plus = g(i, x, control_keys[i], r)
-            elif option == "II":
-                c_plus = c_i[i] - c + (x - y) / (K * eta_l)
-            delta_y += (y - x) / S
-            if option is not None:
-                delta_c += (c_plus - c_i[i]) / S
-                c_i[i] = c_plus
-        x = x + eta_g * delta_y
-        c = c + S / N * delta_c
-        models.append(x.copy())
-    return np.array(models)
 
 
 @pytest.mark.parametrize("option", ["I", "II", None])
