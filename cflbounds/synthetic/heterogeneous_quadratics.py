@@ -62,7 +62,8 @@ def matvec(matrices: torch.Tensor, vectors: torch.Tensor) -> torch.Tensor:
     GEMM path for tiny matrices (``benchmarks/bench_catalogue.py``, docs/performance.md)."""
     if matrices.device.type != "cpu":
         return torch.matmul(matrices, vectors[..., None])[..., 0]
-    return torch.from_numpy(np.matmul(matrices.numpy(), vectors.numpy()[..., None])[..., 0])
+    with np.errstate(all="ignore"):  # a diverged run's inf/NaN is its outcome, as in torch
+        return torch.from_numpy(np.matmul(matrices.numpy(), vectors.numpy()[..., None])[..., 0])
 
 
 class QuadraticOracle(NamedTuple):
