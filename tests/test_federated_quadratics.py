@@ -8,11 +8,15 @@ import math
 import numpy as np
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 from scipy.optimize import minimize
 
 from cflbounds import InvalidParameterError
 from cflbounds.synthetic.counter_random import counter_hash
 from cflbounds.synthetic.heterogeneous_quadratics import gaussian_noise, make_heterogeneous_quadratics
+
+from conftest import examples
 
 mk = make_heterogeneous_quadratics
 
@@ -172,3 +176,20 @@ def test_invalid_constants_raise_one_line_naming_the_parameter(kwargs, name):
         mk(**{"clients": 3, "d": 2, **kwargs})
     message = str(error.value)
     assert f"'{name}'" in message and "\n" not in message
+
+
+@examples(20)
+@given(clients=st.integers(1, 6), d=st.integers(2, 5), spread=st.floats(0.0, 1.0), kappa=st.floats(1.0, 50.0),
+       B=st.floats(1.0, 10.0), seed=st.integers(0, 2**31))
+def test_dissimilarity_pair_holds_and_inverts_on_random_problems(clients, d, spread, kappa, B, seed):
+    problem = mk(clients, d, strong_convexity=1.0, smoothness=kappa, hessian_spread=spread, heterogeneity=1.0,
+                 seed=seed)
+    G = problem.dissimilarity_G(B)
+    points = problem.minimizer[:, None] + np.random.default_rng(seed).standard_normal((1, 500, d)) * 3.0
+    spread_side, mean_side = _dissimilarity_sides(problem, points)
+    if np.isfinite(G[0]):
+        assert np.all(spread_side <= G[0] ** 2 + B**2 * mean_side + 1e-9 * (1 + spread_side))
+        B_back = problem.dissimilarity_B(G)[0]
+        assert B_back <= B * (1 + 1e-7)  # B is feasible at G(B); the smallest B is no larger
+    else:  # no G works: B is below sqrt(lambda_max(Q)), the smallest B as G -> inf
+        assert B < problem.dissimilarity_B(1e12)[0] * (1 + 1e-9)
