@@ -37,6 +37,7 @@ import torch
 
 from .._torch import TENSOR_CONSTRAINTS, resolve_device, resolve_dtype
 from .._validation import ArrayLike, Constraint, Interval, NoneOK, require, validate_params
+from .client_quadratics import ClientQuadratics
 from .counter_random import counter_hash, counter_uniform
 from .quadratics import _haar_rotation
 from .seeding import BATCH_CONSTRAINTS, problem_seeds, stream
@@ -90,7 +91,7 @@ class QuadraticOracle(NamedTuple):
 
 
 @dataclass(frozen=True, eq=False)
-class HeterogeneousQuadratics:
+class HeterogeneousQuadratics(ClientQuadratics):
     """A batch of ``B`` heterogeneous quadratic problems and their exact constants.
 
     ``hessians`` ``(B, N, d, d)``, ``optima`` ``(B, N, d)`` (the ``b_k``) are the tensors the
@@ -106,41 +107,7 @@ class HeterogeneousQuadratics:
     noise_std: np.ndarray
     seeds: tuple[int, ...]
 
-    # -- shapes ----------------------------------------------------------------------------------
-    @property
-    def batch_size(self) -> int:
-        return self.optima_exact.shape[0]
-
-    @property
-    def clients(self) -> int:
-        return self.optima_exact.shape[1]
-
-    @property
-    def d(self) -> int:
-        return self.optima_exact.shape[2]
-
-    @property
-    def device(self) -> torch.device:
-        return self.optima.device
-
-    @property
-    def dtype(self) -> torch.dtype:
-        return self.optima.dtype
-
-    # -- curvature ---------------------------------------------------------------------------------
-    @cached_property
-    def _eigenvalues(self) -> np.ndarray:
-        return np.linalg.eigvalsh(self.hessians_exact)  # (B, N, d), ascending
-
-    @property
-    def smoothness(self) -> np.ndarray:
-        """``L = max_k lambda_max(A_k)``: every ``F_k`` is L-smooth, ``(B,)``."""
-        return self._eigenvalues[..., -1].max(axis=1)
-
-    @property
-    def strong_convexity(self) -> np.ndarray:
-        """``mu = min_k lambda_min(A_k)``: every ``F_k`` is mu-strongly convex, ``(B,)``."""
-        return self._eigenvalues[..., 0].min(axis=1)
+    # shapes, device, L and mu: ClientQuadratics
 
     @cached_property
     def global_hessian(self) -> np.ndarray:
