@@ -18,7 +18,8 @@ claim = partial(Claim, paper="CFL", reference="Sattler, Mueller, Samek, Clustere
 CLAIMS = [
     claim("CFL.T1", "Some bipartition has alpha_cross^max <= cos(pi/(k-1)) H_ij + sin(pi/(k-1)) sqrt(1 - H_ij^2) if "
           "H_ij >= cos(pi/(k-1)) (else 1), and alpha_intra^min >= min_(I(i)=I(j)) H_ij, H_ij = -gamma_i gamma_j "
-          "+ sqrt(1 - gamma_i^2) sqrt(1 - gamma_j^2); for k = 2, alpha_cross^max <= max(-H_ij).", bound=bounds.theorem1),
+          "+ sqrt(1 - gamma_i^2) sqrt(1 - gamma_j^2); for k = 2, alpha_cross^max <= max(-H_ij).",
+          bound=bounds.theorem1),
     claim("CFL.C1", "If alpha_intra^min > alpha_cross^max, the bipartition minimising the largest cross similarity "
           "splits no distribution.", bound=bounds.corollary1),
 ]
