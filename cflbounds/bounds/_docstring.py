@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import re
 
-__all__ = ["statement", "parameter_descriptions", "appended"]
+__all__ = ["statement", "parameter_descriptions", "appended", "parameters"]
 
 _UNDERLINE = re.compile(r"^-{3,}$")
 
@@ -63,3 +63,13 @@ def appended(text: str):
         return function
 
     return decorate
+
+
+def parameters(entries: dict[str, tuple[str, str]], *names: str) -> str:
+    """A numpydoc ``Parameters`` section (indented for :func:`appended`) listing ``names`` from
+    ``entries`` (name: (type, description)), for the constants a paper's formulas share."""
+    lines = ["    Parameters", "    ----------"]
+    for name in names:
+        kind, text = entries[name]
+        lines += [f"    {name} : {kind}", f"        {text}"]
+    return "\n".join(lines)

@@ -29,6 +29,7 @@ import numpy as np
 
 from .._validation import Interval
 from ._constraints import PROBABILITY, bound_params
+from ._docstring import appended, parameters
 from ._report import BoundResult, Inequality
 
 __all__ = ["H", "cross_similarity_bound", "theorem1", "intra_similarity_floor", "corollary1", "split_threshold",
@@ -37,6 +38,16 @@ __all__ = ["H", "cross_similarity_bound", "theorem1", "intra_similarity_floor", 
 _RELATIVE_ERROR = [Interval(Real, 0, 1, closed="left")]  # gamma_i < 1: the empirical gradient keeps its side
 _COSINE = [Interval(Real, -1, 1, closed="both")]
 _DISTRIBUTIONS = [Interval(Integral, 2, 2**53)]  # k >= 2: a split needs two distributions
+_RELATIVE = "relative gradient error gamma = ||grad R(theta*) - grad r(theta*)|| / ||grad R(theta*)||, in [0, 1)"
+_ENTRIES = {
+    "gamma_i": ("float", f"client i's {_RELATIVE}"),
+    "gamma_j": ("float", f"client j's {_RELATIVE}"),
+    "H_value": ("float", "H_(i,j), in [-1, 1]"),
+    "k": ("int", "the number of distributions (k >= 2)"),
+    "gamma_max": ("float", "the largest relative gradient error over the clients, in [0, 1) (Corollary 1: (0, 1))"),
+    "alpha_cross_max": ("float", "alpha_cross^max, the largest cross similarity of the argmin bipartition, in "
+                                 "[-1, 1]"),
+}
 
 
 def _H(gamma_i, gamma_j):
@@ -52,35 +63,27 @@ def _cross(H_value, k):
     return float(np.cos(angle) * H_value + np.sin(angle) * np.sqrt(max(0.0, 1.0 - H_value**2)))
 
 
+@appended(parameters(_ENTRIES, "gamma_i", "gamma_j"))
 @bound_params({"gamma_i": _RELATIVE_ERROR, "gamma_j": _RELATIVE_ERROR})
 def H(gamma_i, gamma_j) -> float:
     """``H_(i,j) = -gamma_i gamma_j + sqrt(1 - gamma_i^2) sqrt(1 - gamma_j^2)``, in (-1, 1].
 
-    Parameters
-    ----------
-    gamma_i, gamma_j : float
-        the clients' relative gradient errors gamma = ||grad R(theta*) - grad r(theta*)|| / ||grad R(theta*)||, in
-        [0, 1)
     """
     return float(_H(gamma_i, gamma_j))
 
 
+@appended(parameters(_ENTRIES, "H_value", "k"))
 @bound_params({"H_value": _COSINE, "k": _DISTRIBUTIONS})
 def cross_similarity_bound(H_value, k) -> float:
     """Theorem 1's bound on the largest cross similarity of some bipartition:
     ``cos(pi/(k-1)) H + sin(pi/(k-1)) sqrt(1 - H^2)`` if ``H >= cos(pi/(k-1))``, else 1
     (``= cos(pi/(k-1) - acos H)``; -H for k = 2).
 
-    Parameters
-    ----------
-    H_value : float
-        H_(i,j), in [-1, 1]
-    k : int
-        the number of distributions (k >= 2)
     """
     return _cross(H_value, k)
 
 
+@appended(parameters(_ENTRIES, "gamma_i", "gamma_j", "k"))
 @bound_params({"gamma_i": _RELATIVE_ERROR, "gamma_j": _RELATIVE_ERROR, "k": _DISTRIBUTIONS})
 def theorem1(*, gamma_i, gamma_j, k) -> BoundResult:
     """Theorem 1 (separation theorem), both inequalities at one pair's H_(i,j): some bipartition
@@ -95,13 +98,6 @@ def theorem1(*, gamma_i, gamma_j, k) -> BoundResult:
     intra floor the pair gives) and cos(pi/(k-1)); gamma_i = gamma_j = gamma_max gives the
     bounds every pair meets (H is decreasing in each gamma, the cross bound non-increasing in H).
 
-    Parameters
-    ----------
-    gamma_i, gamma_j : float
-        the two clients' relative gradient errors gamma = ||grad R(theta*) - grad r(theta*)|| / ||grad R(theta*)||,
-        in [0, 1)
-    k : int
-        the number of distributions (k >= 2)
     """
     H_value = float(_H(gamma_i, gamma_j))
     threshold = np.cos(np.pi / (k - 1))
@@ -112,19 +108,17 @@ def theorem1(*, gamma_i, gamma_j, k) -> BoundResult:
                        theorem1.__doc__)
 
 
+@appended(parameters(_ENTRIES, "gamma_max"))
 @bound_params({"gamma_max": _RELATIVE_ERROR})
 def intra_similarity_floor(gamma_max) -> float:
     """``1 - 2 gamma_max^2 = H(gamma_max, gamma_max)``: every H_(i,j), hence (Theorem 1)
     alpha_intra^min, is at least this when every gamma_i <= gamma_max.
 
-    Parameters
-    ----------
-    gamma_max : float
-        the largest relative gradient error over the clients, in [0, 1)
     """
     return 1.0 - 2.0 * gamma_max**2
 
 
+@appended(parameters(_ENTRIES, "gamma_max", "k"))
 @bound_params({"gamma_max": PROBABILITY, "k": _DISTRIBUTIONS})
 def corollary1(*, gamma_max, k) -> BoundResult:
     """Corollary 1 with Theorem 1's bounds: if alpha_intra^min > alpha_cross^max the argmin
@@ -137,12 +131,6 @@ def corollary1(*, gamma_max, k) -> BoundResult:
     k = 2). As CATALOGUE.md states Theorem 1 and Corollary 1 ([S]); the gap is this encoding's
     combination of the two.
 
-    Parameters
-    ----------
-    gamma_max : float
-        the largest relative gradient error over the clients, in (0, 1)
-    k : int
-        the number of distributions (k >= 2)
     """
     floor = 1.0 - 2.0 * gamma_max**2
     ceiling = _cross(floor, k)
@@ -153,19 +141,17 @@ def corollary1(*, gamma_max, k) -> BoundResult:
                        rows, corollary1.__doc__)
 
 
+@appended(parameters(_ENTRIES, "alpha_cross_max"))
 @bound_params({"alpha_cross_max": _COSINE})
 def split_threshold(alpha_cross_max) -> float:
     """The split test's ``sqrt((1 - alpha_cross^max)/2)``: the bipartition is certainly correct
     when gamma_max is below it.
 
-    Parameters
-    ----------
-    alpha_cross_max : float
-        alpha_cross^max, the largest cross similarity of the argmin bipartition, in [-1, 1]
     """
     return float(np.sqrt((1.0 - alpha_cross_max) / 2.0))
 
 
+@appended(parameters(_ENTRIES, "gamma_max", "alpha_cross_max"))
 @bound_params({"gamma_max": PROBABILITY, "alpha_cross_max": _COSINE})
 def split_criterion(*, gamma_max, alpha_cross_max) -> BoundResult:
     """The split test and what it stands for: ``gamma_max < sqrt((1 - alpha_cross^max)/2)``
@@ -175,12 +161,6 @@ def split_criterion(*, gamma_max, alpha_cross_max) -> BoundResult:
 
     ``value`` is the threshold sqrt((1 - alpha_cross^max)/2).
 
-    Parameters
-    ----------
-    gamma_max : float
-        the largest relative gradient error over the clients, in (0, 1)
-    alpha_cross_max : float
-        alpha_cross^max, the largest cross similarity of the argmin bipartition, in [-1, 1]
     """
     threshold = float(np.sqrt((1.0 - alpha_cross_max) / 2.0))
     rows = (Inequality("gamma_max < sqrt((1 - alpha_cross^max)/2) (the split test)", gamma_max, threshold, "<",

@@ -26,7 +26,7 @@ from numbers import Integral
 import numpy as np
 
 from .._validation import Constraint, Options, check_param
-from ._docstring import appended
+from ._docstring import appended, parameters
 from ._constraints import AT_LEAST_ONE, COUNT, NONNEGATIVE, POSITIVE, PROPORTION, bound_params, within
 from ._report import BoundResult, Inequality
 
@@ -51,6 +51,30 @@ _NONNEGATIVE_ARRAY = [Constraint(lambda v: np.ndim(v) == 1 and np.size(v) > 0
                                  "a 1-d array of non-negative finite numbers")]
 _PROBLEM = {"L": POSITIVE, "mu": POSITIVE, "E": COUNT}
 _BOUND = {**_PROBLEM, "T": COUNT, "G": NONNEGATIVE, "Gamma": NONNEGATIVE, "initial_distance_sq": NONNEGATIVE}
+_ENTRIES = {
+    "p": ("array", "the device weights p_k (non-negative, summing to 1)"),
+    "sigma": ("array", "each device's stochastic-gradient standard deviation sigma_k (Assumption 3), one per device"),
+    "t": ("int", "the step's index (the first step is t = 1)"),
+    "L": ("float", "smoothness of every F_k (Assumption 1)"),
+    "mu": ("float", "strong convexity of every F_k (Assumption 2), mu <= L"),
+    "E": ("int", "local SGD steps per round"),
+    "T": ("int", "total SGD steps, a multiple of E (the bound is for the synchronised w_T)"),
+    "G": ("float", "the bound of Assumption 4, E||grad F_k(w_t^k, xi)||^2 <= G^2 along the iterates"),
+    "Gamma": ("float", "the heterogeneity Gamma = F* - sum_k p_k F_k* >= 0"),
+    "weighted_variance": ("float", "sum_k p_k^2 sigma_k^2 (variance_term(p, sigma) computes it from the weights and "
+                                   "the sigma_k)"),
+    "sigma_sq_sum": ("float", "sum_k sigma_k^2, the sum of the devices' stochastic-gradient variances (Assumption 3)"),
+    "initial_distance_sq": ("float", "E||w_1 - w*||^2, the squared distance of the start from the optimum"),
+    "K": ("int", "devices sampled per round (K <= N)"),
+    "N": ("int", "number of devices"),
+    "nu": ("float", "nu = N max_k p_k (>= 1; 1 for balanced data)"),
+    "varsigma": ("float", "varsigma = N min_k p_k (in (0, 1]; 1 for balanced data)"),
+    "noise_scaling": ("str", '"printed" (sigma~_k = sqrt(nu) sigma_k, G~ = sqrt(nu) G, as the remark prints) or '
+                             '"linear" (nu sigma_k, nu G: the gradients of F~_k = p_k N F_k scaled by at most nu)'),
+    "eta": ("float", "the constant step size"),
+    "c": ("float", "the constant hidden in the Omega (problem-dependent, unspecified by the theorem)"),
+}
+_THEOREM1 = ("L", "mu", "E", "T", "G", "Gamma", "weighted_variance", "initial_distance_sq")
 
 
 def _times(*factors):
@@ -59,16 +83,11 @@ def _times(*factors):
     return 0.0 if any(factor == 0 for factor in factors) else float(np.prod(factors))
 
 
+@appended(parameters(_ENTRIES, "p", "sigma"))
 @bound_params({"p": _WEIGHTS, "sigma": _NONNEGATIVE_ARRAY})
 def variance_term(p, sigma) -> float:
     """``sum_k p_k^2 sigma_k^2``, the first term of Theorem 1's B.
 
-    Parameters
-    ----------
-    p : array
-        the device weights p_k (non-negative, summing to 1)
-    sigma : array
-        each device's stochastic-gradient standard deviation sigma_k (Assumption 3), one per device
     """
     p, sigma = np.asarray(p, dtype=float), np.asarray(sigma, dtype=float)
     check_param("sigma", sigma, [Constraint(lambda v: np.shape(v) == p.shape, f"one sigma_k per device weight "
@@ -76,52 +95,33 @@ def variance_term(p, sigma) -> float:
     return float(np.sum(p**2 * sigma**2))
 
 
+@appended(parameters(_ENTRIES, "p"))
 @bound_params({"p": _WEIGHTS})
 def unbalance(p) -> tuple[float, float]:
     """``(nu, varsigma) = (N max_k p_k, N min_k p_k)``, the factors of the unbalanced Scheme II
     (Theorem 3's remark on F~_k = p_k N F_k); both are 1 for balanced data.
 
-    Parameters
-    ----------
-    p : array
-        the device weights p_k (non-negative, summing to 1)
     """
     p = np.asarray(p, dtype=float)
     return float(p.size * p.max()), float(p.size * p.min())
 
 
+@appended(parameters(_ENTRIES, "L", "mu", "E"))
 @bound_params(_PROBLEM)
 def gamma(L, mu, E) -> float:
     """``gamma = max{8 kappa, E}`` with ``kappa = L/mu``, the offset of the step ``eta_t`` of
     Theorems 1-3.
 
-    Parameters
-    ----------
-    L : float
-        smoothness of every F_k (Assumption 1)
-    mu : float
-        strong convexity of every F_k (Assumption 2), mu <= L
-    E : int
-        local SGD steps per round
     """
     _check_mu(mu, L, "gamma")
     return max(8.0 * (L / mu), float(E))
 
 
+@appended(parameters(_ENTRIES, "t", "L", "mu", "E"))
 @bound_params({"t": COUNT, **_PROBLEM})
 def step_size(t, L, mu, E) -> float:
     """``eta_t = 2 / (mu (gamma + t))``, the step of Theorems 1-3 at step t = 1, 2, ...
 
-    Parameters
-    ----------
-    t : int
-        the step's index (the first step is t = 1)
-    L : float
-        smoothness of every F_k (Assumption 1)
-    mu : float
-        strong convexity of every F_k (Assumption 2), mu <= L
-    E : int
-        local SGD steps per round
     """
     _check_mu(mu, L, "step_size")
     return _step(t, L, mu, E)
@@ -131,22 +131,11 @@ def _step(t, L, mu, E):
     return 2.0 / (max(8.0 * L, mu * E) + mu * t)  # mu (gamma + t), without kappa's overflow
 
 
+@appended(parameters(_ENTRIES, "weighted_variance", "L", "Gamma", "E", "G"))
 @bound_params({"weighted_variance": NONNEGATIVE, "L": POSITIVE, "Gamma": NONNEGATIVE, "E": COUNT, "G": NONNEGATIVE})
 def b_term(weighted_variance, L, Gamma, E, G) -> float:
     """Theorem 1's ``B = sum_k p_k^2 sigma_k^2 + 6 L Gamma + 8 (E - 1)^2 G^2``.
 
-    Parameters
-    ----------
-    weighted_variance : float
-        sum_k p_k^2 sigma_k^2 (variance_term(p, sigma) computes it from the weights and the sigma_k)
-    L : float
-        smoothness of every F_k (Assumption 1)
-    Gamma : float
-        the heterogeneity Gamma = F* - sum_k p_k F_k* >= 0
-    E : int
-        local SGD steps per round
-    G : float
-        the bound of Assumption 4, E||grad F_k(w_t^k, xi)||^2 <= G^2 along the iterates
     """
     return sum(_b_terms(weighted_variance, L, Gamma, E, G).values())
 
@@ -156,38 +145,22 @@ def _b_terms(weighted_variance, L, Gamma, E, G) -> dict:
             "drift": _times(8.0, float(E - 1) ** 2, G, G)}
 
 
+@appended(parameters(_ENTRIES, "E", "G", "K"))
 @bound_params({"E": COUNT, "G": NONNEGATIVE, "K": COUNT})
 def scheme1_c(E, G, K) -> float:
     """Theorem 2's ``C = (4/K) E^2 G^2`` (Scheme I: K devices drawn with replacement with
     probabilities p_k, plain average).
 
-    Parameters
-    ----------
-    E : int
-        local SGD steps per round
-    G : float
-        the bound of Assumption 4, E||grad F_k(w_t^k, xi)||^2 <= G^2 along the iterates
-    K : int
-        devices sampled per round
     """
     return _times(4.0 / K, float(E) ** 2, G, G)
 
 
+@appended(parameters(_ENTRIES, "E", "G", "K", "N"))
 @bound_params({"E": COUNT, "G": NONNEGATIVE, "K": COUNT, "N": COUNT})
 def scheme2_c(E, G, K, N) -> float:
     """Theorem 3's ``C = ((N - K)/(N - 1)) (4/K) E^2 G^2`` (Scheme II: K of N devices drawn
     uniformly without replacement, weights N/K p_k; balanced data). 0 at K = N.
 
-    Parameters
-    ----------
-    E : int
-        local SGD steps per round
-    G : float
-        the bound of Assumption 4, E||grad F_k(w_t^k, xi)||^2 <= G^2 along the iterates
-    K : int
-        devices sampled per round (K <= N)
-    N : int
-        number of devices
     """
     within("K", K, "scheme2_c", 1, N, kind=Integral, rule="K <= N")
     return _scheme2_c(E, G, K, N)
@@ -206,6 +179,7 @@ def _check_rounds(T, E, caller):
                                                           f"synchronised w_T)")], caller)
 
 
+@appended(parameters(_ENTRIES, "L", "mu", "E", "K", "N"))
 @bound_params({**_PROBLEM, "K": COUNT, "N": COUNT})
 def assumptions(*, L, mu, E, K=1, N=1) -> tuple[Inequality, ...]:
     """The conditions of Theorems 1-3 that constants decide, each with both sides: A1-A2's
@@ -213,18 +187,6 @@ def assumptions(*, L, mu, E, K=1, N=1) -> tuple[Inequality, ...]:
     (``eta_1 <= 1/(4L)`` and ``eta_t <= 2 eta_(t+E)``, i.e. ``E <= gamma + 1`` at t = 1, where
     it is tightest), and ``K <= N``. A3, A4 and Gamma are properties of the problem and the run.
 
-    Parameters
-    ----------
-    L : float
-        smoothness of every F_k (Assumption 1)
-    mu : float
-        strong convexity of every F_k (Assumption 2)
-    E : int
-        local SGD steps per round
-    K : int
-        devices sampled per round (partial participation)
-    N : int
-        number of devices
     """
     offset = max(8.0 * (L / mu), float(E))
     return (Inequality("mu <= L (A1, A2)", mu, L, "<=", "FedAvg Assumptions 1-2"),
@@ -252,33 +214,7 @@ def _convergence(claim, doc, *, L, mu, E, T, B, initial_distance_sq, C=None, K=1
     return BoundResult(claim, sum(terms.values()), terms, derived, assumptions(L=L, mu=mu, E=E, K=K, N=N), doc)
 
 
-_THEOREM1_PARAMETERS = """
-    Parameters
-    ----------
-    L : float
-        smoothness of every F_k (Assumption 1)
-    mu : float
-        strong convexity of every F_k (Assumption 2), mu <= L
-    E : int
-        local SGD steps per round
-    T : int
-        total SGD steps, a multiple of E (the bound is for the synchronised w_T)
-    G : float
-        the bound of Assumption 4, E||grad F_k(w_t^k, xi)||^2 <= G^2 along the iterates
-    Gamma : float
-        the heterogeneity Gamma = F* - sum_k p_k F_k* >= 0
-    weighted_variance : float
-        sum_k p_k^2 sigma_k^2 (variance_term(p, sigma) computes it from the weights and the sigma_k)
-    initial_distance_sq : float
-        E||w_1 - w*||^2, the squared distance of the start from the optimum"""
-_SAMPLING_PARAMETERS = """
-    K : int
-        devices sampled per round (K <= N)
-    N : int
-        number of devices"""
-
-
-@appended(_THEOREM1_PARAMETERS)
+@appended(parameters(_ENTRIES, *_THEOREM1))
 @bound_params({**_BOUND, "weighted_variance": NONNEGATIVE})
 def theorem1(*, L, mu, E, T, G, Gamma, weighted_variance, initial_distance_sq) -> BoundResult:
     """Theorem 1 (full device participation, w_(t+E) = sum_k p_k w^k_(t+E)): with
@@ -299,7 +235,7 @@ def theorem1(*, L, mu, E, T, G, Gamma, weighted_variance, initial_distance_sq) -
 
 
 
-@appended(_THEOREM1_PARAMETERS + _SAMPLING_PARAMETERS)
+@appended(parameters(_ENTRIES, *_THEOREM1, "K", "N"))
 @bound_params({**_BOUND, "weighted_variance": NONNEGATIVE, "K": COUNT, "N": COUNT})
 def theorem2(*, L, mu, E, T, G, Gamma, weighted_variance, initial_distance_sq, K, N) -> BoundResult:
     """Theorem 2 (Scheme I: K indices drawn with replacement with probabilities p_k,
@@ -319,7 +255,7 @@ def theorem2(*, L, mu, E, T, G, Gamma, weighted_variance, initial_distance_sq, K
 
 
 
-@appended(_THEOREM1_PARAMETERS + _SAMPLING_PARAMETERS)
+@appended(parameters(_ENTRIES, *_THEOREM1, "K", "N"))
 @bound_params({**_BOUND, "weighted_variance": NONNEGATIVE, "K": COUNT, "N": COUNT})
 def theorem3(*, L, mu, E, T, G, Gamma, weighted_variance, initial_distance_sq, K, N) -> BoundResult:
     """Theorem 3 (Scheme II, balanced data p_k = 1/N: K indices drawn uniformly without
@@ -339,6 +275,8 @@ def theorem3(*, L, mu, E, T, G, Gamma, weighted_variance, initial_distance_sq, K
 
 
 
+@appended(parameters(_ENTRIES, "L", "mu", "E", "T", "G", "Gamma", "sigma_sq_sum", "initial_distance_sq", "nu",
+                     "varsigma", "K", "N", "noise_scaling"))
 @bound_params({**_BOUND, "sigma_sq_sum": NONNEGATIVE, "nu": AT_LEAST_ONE, "varsigma": PROPORTION, "K": COUNT,
                "N": COUNT, "noise_scaling": [Options(NOISE_SCALINGS)]})
 def theorem3_unbalanced(*, L, mu, E, T, G, Gamma, sigma_sq_sum, initial_distance_sq, nu, varsigma, K, N,
@@ -358,37 +296,7 @@ def theorem3_unbalanced(*, L, mu, E, T, G, Gamma, sigma_sq_sum, initial_distance
     second moment by (p_k N)^2 <= nu^2, where the remark's sqrt(nu) gives nu): a reading derived
     here from the remark's own definition of F~_k, not the paper's (its proof was not read).
     nu and varsigma must be those of some weights p (``unbalance(p)`` computes them):
-    nu + (N - 1) varsigma <= N <= (N - 1) nu + varsigma.
-
-    Parameters
-    ----------
-    L : float
-        smoothness of every F_k (Assumption 1)
-    mu : float
-        strong convexity of every F_k (Assumption 2), mu <= L
-    E : int
-        local SGD steps per round
-    T : int
-        total SGD steps, a multiple of E (the bound is for the synchronised w_T)
-    G : float
-        the bound of Assumption 4 for the F_k, E||grad F_k(w_t^k, xi)||^2 <= G^2 along the iterates
-    Gamma : float
-        the heterogeneity Gamma = F* - sum_k p_k F_k* >= 0
-    sigma_sq_sum : float
-        sum_k sigma_k^2, the sum of the devices' stochastic-gradient variances (Assumption 3)
-    initial_distance_sq : float
-        E||w_1 - w*||^2, the squared distance of the start from the optimum
-    nu : float
-        nu = N max_k p_k (>= 1; 1 for balanced data)
-    varsigma : float
-        varsigma = N min_k p_k (in (0, 1]; 1 for balanced data)
-    K : int
-        devices sampled per round (K <= N)
-    N : int
-        number of devices
-    noise_scaling : str
-        "printed" (sigma~_k = sqrt(nu) sigma_k, G~ = sqrt(nu) G, as the remark prints) or "linear" (nu sigma_k,
-        nu G: the gradients of F~_k = p_k N F_k scaled by at most nu)
+    nu + (N - 1) varsigma <= N <= (N - 1) nu + varsigma. G, sigma_k and L are the F_k's.
     """
     caller = "theorem3_unbalanced"
     within("K", K, caller, 1, N, kind=Integral, rule="K <= N")
@@ -409,6 +317,7 @@ def theorem3_unbalanced(*, L, mu, E, T, G, Gamma, sigma_sq_sum, initial_distance
                         derived={"L_tilde": L_tilde, "mu_tilde": mu_tilde, "noise_scale": scale})
 
 
+@appended(parameters(_ENTRIES, "E", "eta", "c"))
 @bound_params({"E": COUNT, "eta": POSITIVE, "c": POSITIVE})
 def theorem4_rate(E, eta, c=1.0) -> float:
     """Theorem 4 (necessity of decaying steps), a rate: with E > 1 and a constant step eta, even
@@ -419,13 +328,5 @@ def theorem4_rate(E, eta, c=1.0) -> float:
     As CATALOGUE.md states it ([R]: the problem's constants are hidden in the Omega; ``c`` is
     that hidden constant, never fitted here). E = 1 (gradient descent) gives 0.
 
-    Parameters
-    ----------
-    E : int
-        local steps per round (the theorem needs E > 1; E = 1 gives 0)
-    eta : float
-        the constant step size
-    c : float
-        the constant hidden in the Omega (problem-dependent, unspecified by the theorem)
     """
     return _times(c, float(E - 1), eta)

@@ -23,28 +23,30 @@ from __future__ import annotations
 import numpy as np
 
 from ._constraints import AT_LEAST_ONE, COUNT, NONNEGATIVE, POSITIVE, UNIT, bound_params, within
-from ._docstring import appended
+from ._docstring import appended, parameters
 from ._report import BoundResult, Inequality
 
 __all__ = ["rho_terms", "rho", "assumptions", "theorem4", "corollary7", "corollary7_follows", "theorem6_rounds",
            "dissimilarity_from_variance", "theorem11"]
 
-_PARAMETERS = """
-    Parameters
-    ----------
-    mu : float
-        the proximal weight mu of h_k(w; w^t) = F_k(w) + (mu/2)||w - w^t||^2 (mu > L_minus)
-    gamma : float
-        the local solves' inexactness, ||grad h_k(w_k; w^t)|| <= gamma ||grad F_k(w^t)||, 0 <= gamma <= 1
-    L : float
-        smoothness of every F_k
-    L_minus : float
-        the curvature bound grad^2 F_k >= -L_minus I (0 for convex F_k)
-    K : int
-        devices chosen per round"""
-_B = """
-    B : float
-        the B-local dissimilarity at w^t, B(w^t) = sqrt(E_k ||grad F_k(w^t)||^2 / ||grad f(w^t)||^2) <= B (B >= 1)"""
+_ENTRIES = {
+    "mu": ("float", "the proximal weight mu of h_k(w; w^t) = F_k(w) + (mu/2)||w - w^t||^2 (mu > L_minus)"),
+    "gamma": ("float", "the local solves' inexactness, ||grad h_k(w_k; w^t)|| <= gamma ||grad F_k(w^t)||, "
+                       "0 <= gamma <= 1"),
+    "B": ("float", "the B-local dissimilarity at w^t, B(w^t) = sqrt(E_k ||grad F_k(w^t)||^2 / ||grad f(w^t)||^2) <= B "
+                   "(B >= 1)"),
+    "L": ("float", "smoothness of every F_k"),
+    "L_minus": ("float", "the curvature bound grad^2 F_k >= -L_minus I (0 for convex F_k)"),
+    "K": ("int", "devices chosen per round"),
+    "Delta": ("float", "Delta = f(w^0) - f*, the initial gap"),
+    "epsilon": ("float", "the threshold epsilon (Theorem 6: the target (1/T) sum_(t<T) E||grad f(w^t)||^2 <= epsilon, "
+                         "B being B_epsilon, B(w) <= B wherever ||grad f(w)||^2 > epsilon; Theorem 11: Theorem 4 "
+                         "applies where ||grad f(w^t)||^2 >= epsilon)"),
+    "sigma_sq": ("float", "sigma^2, the bound on the devices' gradient variance E_k ||grad F_k(w) - grad f(w)||^2"),
+}
+_RHO = ("mu", "gamma", "B", "L", "L_minus", "K")
+_COROLLARY7 = parameters({**_ENTRIES, "L": ("float", "smoothness of every (convex) F_k"),
+                          "B": ("float", "the B-local dissimilarity bound (1 << B <= 0.5 sqrt(K))")}, "L", "B", "K")
 _CONSTANTS = {"mu": POSITIVE, "gamma": UNIT, "L": POSITIVE, "L_minus": NONNEGATIVE, "K": COUNT}
 
 
@@ -66,7 +68,7 @@ def _scaled_terms(mu, gamma, B, L, L_minus, K) -> dict:
             "sampling_second_order": L * spread**2 * (2.0 * np.sqrt(2.0 * K) + 2.0) / (mu_bar * K) * ratio}
 
 
-@appended(_PARAMETERS + _B)
+@appended(parameters(_ENTRIES, *_RHO))
 @bound_params({**_CONSTANTS, "B": AT_LEAST_ONE})
 def rho_terms(*, mu, gamma, B, L, L_minus, K) -> dict:
     """Theorem 4's rho term by term, signed, summing to rho: ``1/mu``, ``-gamma B/mu``,
@@ -87,7 +89,7 @@ def _rho(mu, gamma, B, L, L_minus, K) -> float:
     return (scaled.pop("proximal") - sum(scaled.values())) / mu
 
 
-@appended(_PARAMETERS + _B)
+@appended(parameters(_ENTRIES, *_RHO))
 @bound_params({**_CONSTANTS, "B": AT_LEAST_ONE})
 def rho(*, mu, gamma, B, L, L_minus, K) -> float:
     """Theorem 4's ``rho = 1/mu - gamma B/mu - sqrt(2) B (1 + gamma)/(mu_bar sqrt(K))
@@ -98,7 +100,7 @@ def rho(*, mu, gamma, B, L, L_minus, K) -> float:
     return _rho(mu, gamma, B, L, L_minus, K)
 
 
-@appended(_PARAMETERS + _B)
+@appended(parameters(_ENTRIES, *_RHO))
 @bound_params({**_CONSTANTS, "B": AT_LEAST_ONE})
 def assumptions(*, mu, gamma, B, L, L_minus, K) -> tuple[Inequality, ...]:
     """Theorem 4's conditions with both sides: ``mu_bar = mu - L_minus > 0`` and, where mu_bar
@@ -115,7 +117,7 @@ def _rows(mu, gamma, B, L, L_minus, K) -> tuple[Inequality, ...]:
     return tuple(rows)
 
 
-@appended(_PARAMETERS + _B)
+@appended(parameters(_ENTRIES, *_RHO))
 @bound_params({**_CONSTANTS, "B": AT_LEAST_ONE})
 def theorem4(*, mu, gamma, B, L, L_minus, K) -> BoundResult:
     """Theorem 4 (non-convex FedProx, one round): if w^t is not stationary, B(w^t) <= B, every
@@ -133,22 +135,11 @@ def theorem4(*, mu, gamma, B, L, L_minus, K) -> BoundResult:
                        {"mu_bar": mu - L_minus}, _rows(mu, gamma, B, L, L_minus, K), theorem4.__doc__)
 
 
-_COROLLARY7_PARAMETERS = """
-    Parameters
-    ----------
-    L : float
-        smoothness of every (convex) F_k
-    B : float
-        the B-local dissimilarity bound (1 << B <= 0.5 sqrt(K))
-    K : int
-        devices chosen per round"""
-
-
 def _check_corollary7(B, K, caller):
     within("B", B, caller, 1, 0.5 * np.sqrt(K), rule="Corollary 7's regime 1 << B <= 0.5 sqrt(K)")
 
 
-@appended(_COROLLARY7_PARAMETERS)
+@appended(_COROLLARY7)
 @bound_params({"L": POSITIVE, "B": AT_LEAST_ONE, "K": COUNT})
 def corollary7(*, L, B, K) -> BoundResult:
     """Corollary 7 (convex F_k, exact local solves gamma = 0): "if 1 << B <= 0.5 sqrt(K), then we
@@ -166,7 +157,7 @@ def corollary7(*, L, B, K) -> BoundResult:
                        corollary7.__doc__)
 
 
-@appended(_COROLLARY7_PARAMETERS)
+@appended(_COROLLARY7)
 @bound_params({"L": POSITIVE, "B": AT_LEAST_ONE, "K": COUNT})
 def corollary7_follows(*, L, B, K) -> BoundResult:
     """Corollary 7 from Theorem 4: Theorem 4's rho at the corollary's choices (gamma = 0,
@@ -188,12 +179,7 @@ def corollary7_follows(*, L, B, K) -> BoundResult:
                        rows, corollary7_follows.__doc__)
 
 
-@appended(_PARAMETERS + _B + """
-    Delta : float
-        Delta = f(w^0) - f*, the initial gap
-    epsilon : float
-        the target, (1/T) sum_(t<T) E||grad f(w^t)||^2 <= epsilon (B is B_epsilon: B(w) <= B wherever
-        ||grad f(w)||^2 > epsilon)""")
+@appended(parameters(_ENTRIES, "Delta", "epsilon", *_RHO))
 @bound_params({**_CONSTANTS, "B": AT_LEAST_ONE, "Delta": NONNEGATIVE, "epsilon": POSITIVE})
 def theorem6_rounds(*, Delta, epsilon, mu, gamma, B, L, L_minus, K) -> BoundResult:
     """Theorem 6 (rounds to an epsilon-stationary average): with B(w) <= B_epsilon wherever
@@ -220,27 +206,18 @@ def theorem6_rounds(*, Delta, epsilon, mu, gamma, B, L, L_minus, K) -> BoundResu
                        _rows(mu, gamma, B, L, L_minus, K), theorem6_rounds.__doc__)
 
 
+@appended(parameters(_ENTRIES, "sigma_sq", "epsilon"))
 @bound_params({"sigma_sq": NONNEGATIVE, "epsilon": POSITIVE})
 def dissimilarity_from_variance(sigma_sq, epsilon) -> float:
     """``B = sqrt(1 + sigma^2/epsilon)``: a bound on B(w) wherever ||grad f(w)||^2 >= epsilon when
     E_k||grad F_k(w) - grad f(w)||^2 <= sigma^2 (E_k||grad F_k||^2 = ||grad f||^2 +
     E_k||grad F_k - grad f||^2, grad f being E_k grad F_k).
 
-    Parameters
-    ----------
-    sigma_sq : float
-        sigma^2, the bound on the devices' gradient variance E_k ||grad F_k(w) - grad f(w)||^2
-    epsilon : float
-        the threshold: the bound holds where ||grad f(w)||^2 >= epsilon
     """
     return np.sqrt(1.0 + sigma_sq / epsilon)
 
 
-@appended(_PARAMETERS + """
-    sigma_sq : float
-        sigma^2, the bound on the devices' gradient variance E_k ||grad F_k(w) - grad f(w)||^2
-    epsilon : float
-        the threshold: Theorem 4 applies at w^t with ||grad f(w^t)||^2 >= epsilon""")
+@appended(parameters(_ENTRIES, "mu", "gamma", "sigma_sq", "epsilon", "L", "L_minus", "K"))
 @bound_params({**_CONSTANTS, "sigma_sq": NONNEGATIVE, "epsilon": POSITIVE})
 def theorem11(*, mu, gamma, sigma_sq, epsilon, L, L_minus, K) -> BoundResult:
     """Theorem 11 (bounded variance E_k||grad F_k(w) - grad f(w)||^2 <= sigma^2): Theorem 4's rho

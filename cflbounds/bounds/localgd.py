@@ -17,37 +17,32 @@ from numbers import Integral
 
 import numpy as np
 
-from ._docstring import appended
+from ._docstring import appended, parameters
 from ._constraints import COUNT, NONNEGATIVE, POSITIVE, bound_params, within
 from ._report import BoundResult, Inequality
 
 __all__ = ["assumptions", "theorem1", "corollary1_step", "corollary1", "corollary1_follows"]
 
 _PROBLEM = {"initial_distance_sq": NONNEGATIVE, "sigma_sq": NONNEGATIVE, "L": POSITIVE}
-_PARAMETERS = """
-    Parameters
-    ----------
-    initial_distance_sq : float
-        ||x_0 - x*||^2, the squared distance of the start from the optimum
-    sigma_sq : float
-        sigma^2 = (1/M) sum_m ||grad f_m(x*)||^2, the dispersion of the devices' gradients at the optimum
-    L : float
-        smoothness of every f_m"""
+_ENTRIES = {
+    "initial_distance_sq": ("float", "||x_0 - x*||^2, the squared distance of the start from the optimum"),
+    "sigma_sq": ("float", "sigma^2 = (1/M) sum_m ||grad f_m(x*)||^2, the dispersion of the devices' gradients at the "
+                          "optimum"),
+    "L": ("float", "smoothness of every f_m"),
+    "gamma": ("float", "the step size of every local gradient step (Theorem 1: at most 1/(4LH))"),
+    "H": ("int", "the largest gap between two synchronisations, in steps (Corollary 1: at most sqrt(T/M))"),
+    "T": ("int", "the number of steps"),
+    "M": ("int", "the number of devices"),
+}
+_COROLLARY = ("initial_distance_sq", "sigma_sq", "L", "H", "T", "M")
 
 
+@appended(parameters(_ENTRIES, "L", "gamma", "H"))
 @bound_params({"L": POSITIVE, "gamma": POSITIVE, "H": COUNT})
 def assumptions(*, L, gamma, H) -> tuple[Inequality, ...]:
     """Theorem 1's step range ``gamma <= 1/(4LH)``, with both sides (it holds or not: the
     theorem itself refuses a step outside it).
 
-    Parameters
-    ----------
-    L : float
-        smoothness of every f_m
-    gamma : float
-        the step size of every local gradient step
-    H : int
-        the largest gap between two synchronisations (in steps)
     """
     return (Inequality("gamma <= 1/(4LH)", gamma, 1.0 / (4.0 * L * H), "<=", "Local GD Theorem 1"),)
 
@@ -57,13 +52,7 @@ def _theorem1(initial_distance_sq, sigma_sq, L, gamma, H, T) -> dict:
             "heterogeneity": 24.0 * gamma**2 * sigma_sq * float(H) ** 2 * L if sigma_sq else 0.0}
 
 
-@appended(_PARAMETERS + """
-    gamma : float
-        the step size of every local gradient step (at most 1/(4LH))
-    H : int
-        the largest gap between two synchronisations (in steps)
-    T : int
-        the number of steps""")
+@appended(parameters(_ENTRIES, "initial_distance_sq", "sigma_sq", "L", "gamma", "H", "T"))
 @bound_params({**_PROBLEM, "gamma": POSITIVE, "H": COUNT, "T": COUNT})
 def theorem1(*, initial_distance_sq, sigma_sq, L, gamma, H, T) -> BoundResult:
     """Theorem 1: for a step ``gamma <= 1/(4LH)``, after T steps
@@ -80,18 +69,11 @@ def theorem1(*, initial_distance_sq, sigma_sq, L, gamma, H, T) -> BoundResult:
 
 
 
+@appended(parameters(_ENTRIES, "L", "M", "T"))
 @bound_params({"L": POSITIVE, "M": COUNT, "T": COUNT})
 def corollary1_step(L, M, T) -> float:
     """Corollary 1's step ``gamma = sqrt(M) / (4 L sqrt(T))``.
 
-    Parameters
-    ----------
-    L : float
-        smoothness of every f_m
-    M : int
-        the number of devices
-    T : int
-        the number of steps
     """
     return np.sqrt(M) / (4.0 * L * np.sqrt(T))
 
@@ -105,16 +87,7 @@ def _check_corollary_range(H, T, M, caller):
     within("H", H, caller, 1, np.sqrt(T / M), kind=Integral, rule="Corollary 1's H <= sqrt(T/M)")
 
 
-_COROLLARY_PARAMETERS = _PARAMETERS + """
-    H : int
-        the largest gap between two synchronisations (in steps), at most sqrt(T/M)
-    T : int
-        the number of steps
-    M : int
-        the number of devices"""
-
-
-@appended(_COROLLARY_PARAMETERS)
+@appended(parameters(_ENTRIES, *_COROLLARY))
 @bound_params({**_PROBLEM, "H": COUNT, "T": COUNT, "M": COUNT})
 def corollary1(*, initial_distance_sq, sigma_sq, L, H, T, M) -> BoundResult:
     """Corollary 1: if ``H <= sqrt(T/M)`` and ``gamma = sqrt(M)/(4 L sqrt(T))``,
@@ -132,7 +105,7 @@ def corollary1(*, initial_distance_sq, sigma_sq, L, H, T, M) -> BoundResult:
 
 
 
-@appended(_COROLLARY_PARAMETERS)
+@appended(parameters(_ENTRIES, *_COROLLARY))
 @bound_params({**_PROBLEM, "H": COUNT, "T": COUNT, "M": COUNT})
 def corollary1_follows(*, initial_distance_sq, sigma_sq, L, H, T, M) -> BoundResult:
     """Corollary 1 from Theorem 1: Theorem 1's bound at the corollary's step

@@ -20,7 +20,7 @@ from numbers import Integral
 
 import numpy as np
 
-from ._docstring import appended
+from ._docstring import appended, parameters
 from ._constraints import COUNT, NONNEGATIVE, POSITIVE, bound_params, within
 from ._report import BoundResult, Inequality
 
@@ -28,23 +28,22 @@ __all__ = ["theorem1_rounds", "theorem2_lower", "theorem3_rounds", "theorem4_rou
 
 _RATE = {"sigma_sq": NONNEGATIVE, "mu": POSITIVE, "beta": POSITIVE, "K": COUNT, "N": COUNT, "epsilon": POSITIVE,
          "c": POSITIVE}
-_COMMON = """
-    Parameters
-    ----------
-    sigma_sq : float
-        sigma^2, the within-client variance of a stochastic gradient
-    mu : float
-        strong convexity of f (mu <= beta)
-    beta : float
-        smoothness of every f_i
-    K : int
-        local steps per round
-    N : int
-        number of clients
-    epsilon : float
-        the target accuracy, E f(x^R) - f* <= epsilon
-    c : float
-        the constant hidden in the O~ (with its logarithmic factors), unspecified by the theorem"""
+_ENTRIES = {
+    "sigma_sq": ("float", "sigma^2, the within-client variance of a stochastic gradient"),
+    "G": ("float", "the G of the (G, B)-bounded gradient dissimilarity, (1/N) sum_i ||grad f_i(x)||^2 <= G^2 + B^2 "
+                   "||grad f(x)||^2"),
+    "B": ("float", "the B of the (G, B)-bounded gradient dissimilarity"),
+    "mu": ("float", "strong convexity of f (mu <= beta)"),
+    "beta": ("float", "smoothness of every f_i"),
+    "delta": ("float", "the delta-bounded Hessian dissimilarity, ||grad^2 f_i - grad^2 f|| <= delta"),
+    "K": ("int", "local steps per round"),
+    "S": ("int", "clients sampled per round (S <= N)"),
+    "N": ("int", "number of clients"),
+    "epsilon": ("float", "the target accuracy, E f(x^R) - f* <= epsilon"),
+    "R": ("int", "rounds"),
+    "c": ("float", "the constant hidden in the O~ or Omega (with its logarithmic factors), unspecified by the "
+                   "theorem"),
+}
 
 
 def _check(mu, beta, caller, S=None, N=None):
@@ -65,11 +64,7 @@ def _rounds(claim, doc, c, terms, derived=None, rows=()) -> BoundResult:
                        derived or {}, tuple(rows), doc)
 
 
-@appended(_COMMON + """
-    G, B : float
-        the (G, B)-bounded gradient dissimilarity, (1/N) sum_i ||grad f_i(x)||^2 <= G^2 + B^2 ||grad f(x)||^2
-    S : int
-        clients sampled per round (S <= N)""")
+@appended(parameters(_ENTRIES, "sigma_sq", "G", "B", "mu", "beta", "K", "S", "N", "epsilon", "c"))
 @bound_params({**_RATE, "G": NONNEGATIVE, "B": NONNEGATIVE, "S": COUNT})
 def theorem1_rounds(*, sigma_sq, G, B, mu, beta, K, S, N, epsilon, c=1.0) -> BoundResult:
     """Theorem 1 (FedAvg, mu-strongly convex, two step sizes eta_l, eta_g): rounds to epsilon
@@ -88,6 +83,7 @@ def theorem1_rounds(*, sigma_sq, G, B, mu, beta, K, S, N, epsilon, c=1.0) -> Bou
     return _rounds("SCAFFOLD.T1", theorem1_rounds.__doc__, c, terms)
 
 
+@appended(parameters(_ENTRIES, "G", "mu", "R", "c"))
 @bound_params({"G": NONNEGATIVE, "mu": POSITIVE, "R": COUNT, "c": POSITIVE})
 def theorem2_lower(*, G, mu, R, c=1.0) -> float:
     """Theorem 2 (FedAvg lower bound): for any G, mu > 0 there are mu-strongly convex functions
@@ -101,23 +97,11 @@ def theorem2_lower(*, G, mu, R, c=1.0) -> float:
     given R, G, mu), which is the strongest reading and the one a measured minimum over steps
     can test.
 
-    Parameters
-    ----------
-    G : float
-        the G of the (G, B)-bounded gradient dissimilarity
-    mu : float
-        strong convexity of the instance
-    R : int
-        rounds
-    c : float
-        the constant hidden in the Omega, unspecified by the theorem
     """
     return c * _ratio(G**2, mu * float(R) ** 2)
 
 
-@appended(_COMMON + """
-    S : int
-        clients sampled per round (S <= N)""")
+@appended(parameters(_ENTRIES, "sigma_sq", "mu", "beta", "K", "S", "N", "epsilon", "c"))
 @bound_params({**_RATE, "S": COUNT})
 def theorem3_rounds(*, sigma_sq, mu, beta, K, S, N, epsilon, c=1.0) -> BoundResult:
     """Theorem 3 (SCAFFOLD, mu-strongly convex): rounds to epsilon
@@ -132,9 +116,7 @@ def theorem3_rounds(*, sigma_sq, mu, beta, K, S, N, epsilon, c=1.0) -> BoundResu
     return _rounds("SCAFFOLD.T3", theorem3_rounds.__doc__, c, terms)
 
 
-@appended(_COMMON + """
-    delta : float
-        the delta-bounded Hessian dissimilarity, ||grad^2 f_i - grad^2 f|| <= delta""")
+@appended(parameters(_ENTRIES, "sigma_sq", "mu", "beta", "delta", "K", "N", "epsilon", "c"))
 @bound_params({**_RATE, "delta": NONNEGATIVE})
 def theorem4_rounds(*, sigma_sq, mu, beta, delta, K, N, epsilon, c=1.0) -> BoundResult:
     """Theorem 4 (SCAFFOLD on quadratics with delta-bounded Hessian dissimilarity, all clients

@@ -1,10 +1,7 @@
 """Clustered federated learning by cosine splits (Sattler, Mueller, Samek, IEEE TNNLS 2021): its
 separation theorem and corollary, each with its formula (:mod:`cflbounds.bounds.cfl`); their
-checks and domains are still to come.
-
-``CLAIMS`` joins the other papers' in :mod:`cflbounds.papers`, which cflbounds' own
-``pyproject.toml`` registers in the entry-point group ``cflbounds.claims``, exactly as a plugin
-package registers its claims.
+checks and domains are still to come. ``CLAIMS`` joins the other papers' in
+:mod:`cflbounds.papers`.
 """
 from functools import partial
 

@@ -1,9 +1,6 @@
 """FedAvg on non-iid data (Li, Huang, Yang, Wang, Zhang, ICLR 2020): its theorems, each with its
-formula (:mod:`cflbounds.bounds.fedavg`); their checks and domains are still to come.
-
-``CLAIMS`` joins the other papers' in :mod:`cflbounds.papers`, which cflbounds' own
-``pyproject.toml`` registers in the entry-point group ``cflbounds.claims``, exactly as a plugin
-package registers its claims.
+formula (:mod:`cflbounds.bounds.fedavg`); their checks and domains are still to come. ``CLAIMS``
+joins the other papers' in :mod:`cflbounds.papers`.
 """
 from functools import partial
 

@@ -1,10 +1,6 @@
 """FedProx (Li, Sahu, Zaheer, Sanjabi, Talwalkar, Smith, MLSys 2020): its theorems and corollary,
 each with its formula (:mod:`cflbounds.bounds.fedprox`); their checks and domains are still to
-come.
-
-``CLAIMS`` joins the other papers' in :mod:`cflbounds.papers`, which cflbounds' own
-``pyproject.toml`` registers in the entry-point group ``cflbounds.claims``, exactly as a plugin
-package registers its claims.
+come. ``CLAIMS`` joins the other papers' in :mod:`cflbounds.papers`.
 """
 from functools import partial
 

@@ -1,10 +1,6 @@
 """Local GD on heterogeneous data (Khaled, Mishchenko, Richtarik, 2019): its theorem and corollary,
 each with its formula (:mod:`cflbounds.bounds.localgd`); their checks and domains are still to
-come.
-
-``CLAIMS`` joins the other papers' in :mod:`cflbounds.papers`, which cflbounds' own
-``pyproject.toml`` registers in the entry-point group ``cflbounds.claims``, exactly as a plugin
-package registers its claims.
+come. ``CLAIMS`` joins the other papers' in :mod:`cflbounds.papers`.
 """
 from functools import partial
 

@@ -1,10 +1,6 @@
 """SCAFFOLD (Karimireddy, Kale, Mohri, Reddi, Stich, Suresh, ICML 2020): its rates, each with its
 formula and the hidden constant named (:mod:`cflbounds.bounds.scaffold`); their checks and
-domains are still to come.
-
-``CLAIMS`` joins the other papers' in :mod:`cflbounds.papers`, which cflbounds' own
-``pyproject.toml`` registers in the entry-point group ``cflbounds.claims``, exactly as a plugin
-package registers its claims.
+domains are still to come. ``CLAIMS`` joins the other papers' in :mod:`cflbounds.papers`.
 """
 from functools import partial
 
