@@ -15,8 +15,12 @@ CATALOGUE.md does; a third (a Chinese note) prints its fifth term with mu^2 inst
 mu_bar^2 (mu_bar^2 is encoded: the two agree for convex F_k). The summary numbers the
 bounded-variance result Corollary 10 and the variable-gamma one Corollary 9 (arXiv numbering);
 CATALOGUE.md's "Theorem 11" is that bounded-variance result. fl-sim writes B(w) without the
-square root; the definition with it is encoded. The authors' code (github.com/litian96/FedProx)
-computes no bound.
+square root; the definition with it is encoded. The authors' code (github.com/litian96/FedProx,
+flearn/trainers/fedbase.py and fedprox.py) computes no bound, and runs the experiments' scheme,
+not the analysis': K devices drawn uniformly without replacement (``select_clients``, whose
+docstring says "weighted by number of samples"), solutions averaged with weights n_k; its
+"gradient difference", the variance of Theorem 11, is an unweighted mean over devices of
+||grad f - grad F_k||^2 (the paper's E_k is over k ~ p_k).
 """
 from __future__ import annotations
 
