@@ -66,9 +66,7 @@ def _cross(H_value, k):
 @appended(parameters(_ENTRIES, "gamma_i", "gamma_j"))
 @bound_params({"gamma_i": _RELATIVE_ERROR, "gamma_j": _RELATIVE_ERROR})
 def H(gamma_i, gamma_j) -> float:
-    """``H_(i,j) = -gamma_i gamma_j + sqrt(1 - gamma_i^2) sqrt(1 - gamma_j^2)``, in (-1, 1].
-
-    """
+    """``H_(i,j) = -gamma_i gamma_j + sqrt(1 - gamma_i^2) sqrt(1 - gamma_j^2)``, in (-1, 1]."""
     return float(_H(gamma_i, gamma_j))
 
 
@@ -78,7 +76,6 @@ def cross_similarity_bound(H_value, k) -> float:
     """Theorem 1's bound on the largest cross similarity of some bipartition:
     ``cos(pi/(k-1)) H + sin(pi/(k-1)) sqrt(1 - H^2)`` if ``H >= cos(pi/(k-1))``, else 1
     (``= cos(pi/(k-1) - acos H)``; -H for k = 2).
-
     """
     return _cross(H_value, k)
 
@@ -97,7 +94,6 @@ def theorem1(*, gamma_i, gamma_j, k) -> BoundResult:
     docstring). ``value`` is the cross bound at H = H(gamma_i, gamma_j), ``derived`` has H (the
     intra floor the pair gives) and cos(pi/(k-1)); gamma_i = gamma_j = gamma_max gives the
     bounds every pair meets (H is decreasing in each gamma, the cross bound non-increasing in H).
-
     """
     H_value = float(_H(gamma_i, gamma_j))
     threshold = np.cos(np.pi / (k - 1))
@@ -113,7 +109,6 @@ def theorem1(*, gamma_i, gamma_j, k) -> BoundResult:
 def intra_similarity_floor(gamma_max) -> float:
     """``1 - 2 gamma_max^2 = H(gamma_max, gamma_max)``: every H_(i,j), hence (Theorem 1)
     alpha_intra^min, is at least this when every gamma_i <= gamma_max.
-
     """
     return 1.0 - 2.0 * gamma_max**2
 
@@ -130,7 +125,6 @@ def corollary1(*, gamma_max, k) -> BoundResult:
     is that it be positive); ``derived["gamma_max_limit"]`` is sin(pi/(4(k-1))) (1/sqrt(2) for
     k = 2). As CATALOGUE.md states Theorem 1 and Corollary 1 ([S]); the gap is this encoding's
     combination of the two.
-
     """
     floor = 1.0 - 2.0 * gamma_max**2
     ceiling = _cross(floor, k)
@@ -146,7 +140,6 @@ def corollary1(*, gamma_max, k) -> BoundResult:
 def split_threshold(alpha_cross_max) -> float:
     """The split test's ``sqrt((1 - alpha_cross^max)/2)``: the bipartition is certainly correct
     when gamma_max is below it.
-
     """
     return float(np.sqrt((1.0 - alpha_cross_max) / 2.0))
 
@@ -160,7 +153,6 @@ def split_criterion(*, gamma_max, alpha_cross_max) -> BoundResult:
     when the two rows agree, which they must for every gamma_max and alpha_cross^max.
 
     ``value`` is the threshold sqrt((1 - alpha_cross^max)/2).
-
     """
     threshold = float(np.sqrt((1.0 - alpha_cross_max) / 2.0))
     rows = (Inequality("gamma_max < sqrt((1 - alpha_cross^max)/2) (the split test)", gamma_max, threshold, "<",

@@ -26,8 +26,8 @@ from numbers import Integral
 import numpy as np
 
 from .._validation import Constraint, Options, check_param
-from ._docstring import appended, parameters
 from ._constraints import AT_LEAST_ONE, COUNT, NONNEGATIVE, POSITIVE, PROPORTION, bound_params, within
+from ._docstring import appended, parameters
 from ._report import BoundResult, Inequality
 
 __all__ = ["variance_term", "unbalance", "gamma", "step_size", "b_term", "scheme1_c", "scheme2_c", "assumptions",
@@ -86,9 +86,7 @@ def _times(*factors):
 @appended(parameters(_ENTRIES, "p", "sigma"))
 @bound_params({"p": _WEIGHTS, "sigma": _NONNEGATIVE_ARRAY})
 def variance_term(p, sigma) -> float:
-    """``sum_k p_k^2 sigma_k^2``, the first term of Theorem 1's B.
-
-    """
+    """``sum_k p_k^2 sigma_k^2``, the first term of Theorem 1's B."""
     p, sigma = np.asarray(p, dtype=float), np.asarray(sigma, dtype=float)
     check_param("sigma", sigma, [Constraint(lambda v: np.shape(v) == p.shape, f"one sigma_k per device weight "
                                                                               f"({p.size} of them)")], "variance_term")
@@ -100,7 +98,6 @@ def variance_term(p, sigma) -> float:
 def unbalance(p) -> tuple[float, float]:
     """``(nu, varsigma) = (N max_k p_k, N min_k p_k)``, the factors of the unbalanced Scheme II
     (Theorem 3's remark on F~_k = p_k N F_k); both are 1 for balanced data.
-
     """
     p = np.asarray(p, dtype=float)
     return float(p.size * p.max()), float(p.size * p.min())
@@ -111,7 +108,6 @@ def unbalance(p) -> tuple[float, float]:
 def gamma(L, mu, E) -> float:
     """``gamma = max{8 kappa, E}`` with ``kappa = L/mu``, the offset of the step ``eta_t`` of
     Theorems 1-3.
-
     """
     _check_mu(mu, L, "gamma")
     return max(8.0 * (L / mu), float(E))
@@ -120,9 +116,7 @@ def gamma(L, mu, E) -> float:
 @appended(parameters(_ENTRIES, "t", "L", "mu", "E"))
 @bound_params({"t": COUNT, **_PROBLEM})
 def step_size(t, L, mu, E) -> float:
-    """``eta_t = 2 / (mu (gamma + t))``, the step of Theorems 1-3 at step t = 1, 2, ...
-
-    """
+    """``eta_t = 2 / (mu (gamma + t))``, the step of Theorems 1-3 at step t = 1, 2, ..."""
     _check_mu(mu, L, "step_size")
     return _step(t, L, mu, E)
 
@@ -134,9 +128,7 @@ def _step(t, L, mu, E):
 @appended(parameters(_ENTRIES, "weighted_variance", "L", "Gamma", "E", "G"))
 @bound_params({"weighted_variance": NONNEGATIVE, "L": POSITIVE, "Gamma": NONNEGATIVE, "E": COUNT, "G": NONNEGATIVE})
 def b_term(weighted_variance, L, Gamma, E, G) -> float:
-    """Theorem 1's ``B = sum_k p_k^2 sigma_k^2 + 6 L Gamma + 8 (E - 1)^2 G^2``.
-
-    """
+    """Theorem 1's ``B = sum_k p_k^2 sigma_k^2 + 6 L Gamma + 8 (E - 1)^2 G^2``."""
     return sum(_b_terms(weighted_variance, L, Gamma, E, G).values())
 
 
@@ -150,7 +142,6 @@ def _b_terms(weighted_variance, L, Gamma, E, G) -> dict:
 def scheme1_c(E, G, K) -> float:
     """Theorem 2's ``C = (4/K) E^2 G^2`` (Scheme I: K devices drawn with replacement with
     probabilities p_k, plain average).
-
     """
     return _times(4.0 / K, float(E) ** 2, G, G)
 
@@ -160,7 +151,6 @@ def scheme1_c(E, G, K) -> float:
 def scheme2_c(E, G, K, N) -> float:
     """Theorem 3's ``C = ((N - K)/(N - 1)) (4/K) E^2 G^2`` (Scheme II: K of N devices drawn
     uniformly without replacement, weights N/K p_k; balanced data). 0 at K = N.
-
     """
     within("K", K, "scheme2_c", 1, N, kind=Integral, rule="K <= N")
     return _scheme2_c(E, G, K, N)
@@ -186,7 +176,6 @@ def assumptions(*, L, mu, E, K=1, N=1) -> tuple[Inequality, ...]:
     ``mu <= L``, the proof's step conditions that ``gamma = max{8 kappa, E}`` is chosen to meet
     (``eta_1 <= 1/(4L)`` and ``eta_t <= 2 eta_(t+E)``, i.e. ``E <= gamma + 1`` at t = 1, where
     it is tightest), and ``K <= N``. A3, A4 and Gamma are properties of the problem and the run.
-
     """
     offset = max(8.0 * (L / mu), float(E))
     return (Inequality("mu <= L (A1, A2)", mu, L, "<=", "FedAvg Assumptions 1-2"),
@@ -234,7 +223,6 @@ def theorem1(*, L, mu, E, T, G, Gamma, weighted_variance, initial_distance_sq) -
                         initial_distance_sq=initial_distance_sq)
 
 
-
 @appended(parameters(_ENTRIES, *_THEOREM1, "K", "N"))
 @bound_params({**_BOUND, "weighted_variance": NONNEGATIVE, "K": COUNT, "N": COUNT})
 def theorem2(*, L, mu, E, T, G, Gamma, weighted_variance, initial_distance_sq, K, N) -> BoundResult:
@@ -254,7 +242,6 @@ def theorem2(*, L, mu, E, T, G, Gamma, weighted_variance, initial_distance_sq, K
                         initial_distance_sq=initial_distance_sq)
 
 
-
 @appended(parameters(_ENTRIES, *_THEOREM1, "K", "N"))
 @bound_params({**_BOUND, "weighted_variance": NONNEGATIVE, "K": COUNT, "N": COUNT})
 def theorem3(*, L, mu, E, T, G, Gamma, weighted_variance, initial_distance_sq, K, N) -> BoundResult:
@@ -272,7 +259,6 @@ def theorem3(*, L, mu, E, T, G, Gamma, weighted_variance, initial_distance_sq, K
     return _convergence("FEDAVG.T3", theorem3.__doc__, L=L, mu=mu, E=E, T=T, K=K, N=N,
                         B=_b_terms(weighted_variance, L, Gamma, E, G), C=_scheme2_c(E, G, K, N),
                         initial_distance_sq=initial_distance_sq)
-
 
 
 @appended(parameters(_ENTRIES, "L", "mu", "E", "T", "G", "Gamma", "sigma_sq_sum", "initial_distance_sq", "nu",
@@ -327,6 +313,5 @@ def theorem4_rate(E, eta, c=1.0) -> float:
 
     As CATALOGUE.md states it ([R]: the problem's constants are hidden in the Omega; ``c`` is
     that hidden constant, never fitted here). E = 1 (gradient descent) gives 0.
-
     """
     return _times(c, float(E - 1), eta)

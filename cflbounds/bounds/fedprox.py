@@ -216,7 +216,6 @@ def dissimilarity_from_variance(sigma_sq, epsilon) -> float:
     """``B = sqrt(1 + sigma^2/epsilon)``: a bound on B(w) wherever ||grad f(w)||^2 >= epsilon when
     E_k||grad F_k(w) - grad f(w)||^2 <= sigma^2 (E_k||grad F_k||^2 = ||grad f||^2 +
     E_k||grad F_k - grad f||^2, grad f being E_k grad F_k).
-
     """
     return np.sqrt(1.0 + sigma_sq / epsilon)
 

@@ -17,8 +17,8 @@ from numbers import Integral
 
 import numpy as np
 
-from ._docstring import appended, parameters
 from ._constraints import COUNT, NONNEGATIVE, POSITIVE, bound_params, within
+from ._docstring import appended, parameters
 from ._report import BoundResult, Inequality
 
 __all__ = ["assumptions", "theorem1", "corollary1_step", "corollary1", "corollary1_follows"]
@@ -42,7 +42,6 @@ _COROLLARY = ("initial_distance_sq", "sigma_sq", "L", "H", "T", "M")
 def assumptions(*, L, gamma, H) -> tuple[Inequality, ...]:
     """Theorem 1's step range ``gamma <= 1/(4LH)``, with both sides (it holds or not: the
     theorem itself refuses a step outside it).
-
     """
     return (Inequality("gamma <= 1/(4LH)", gamma, 1.0 / (4.0 * L * H), "<=", "Local GD Theorem 1"),)
 
@@ -68,13 +67,10 @@ def theorem1(*, initial_distance_sq, sigma_sq, L, gamma, H, T) -> BoundResult:
                        assumptions(L=L, gamma=gamma, H=H), theorem1.__doc__)
 
 
-
 @appended(parameters(_ENTRIES, "L", "M", "T"))
 @bound_params({"L": POSITIVE, "M": COUNT, "T": COUNT})
 def corollary1_step(L, M, T) -> float:
-    """Corollary 1's step ``gamma = sqrt(M) / (4 L sqrt(T))``.
-
-    """
+    """Corollary 1's step ``gamma = sqrt(M) / (4 L sqrt(T))``."""
     return np.sqrt(M) / (4.0 * L * np.sqrt(T))
 
 
@@ -102,7 +98,6 @@ def corollary1(*, initial_distance_sq, sigma_sq, L, H, T, M) -> BoundResult:
     return BoundResult("LOCALGD.C1", sum(terms.values()), terms, {"step": corollary1_step(L, M, T)},
                        (Inequality("H <= sqrt(T/M)", float(H), np.sqrt(T / M), "<=", "Local GD Corollary 1"),),
                        corollary1.__doc__)
-
 
 
 @appended(parameters(_ENTRIES, *_COROLLARY))

@@ -20,8 +20,8 @@ from numbers import Integral
 
 import numpy as np
 
-from ._docstring import appended, parameters
 from ._constraints import COUNT, NONNEGATIVE, POSITIVE, bound_params, within
+from ._docstring import appended, parameters
 from ._report import BoundResult, Inequality
 
 __all__ = ["theorem1_rounds", "theorem2_lower", "theorem3_rounds", "theorem4_rounds"]
@@ -96,7 +96,6 @@ def theorem2_lower(*, G, mu, R, c=1.0) -> float:
     step sizes: a claim reads it as a bound for every choice of steps (the instance built for the
     given R, G, mu), which is the strongest reading and the one a measured minimum over steps
     can test.
-
     """
     return c * _ratio(G**2, mu * float(R) ** 2)
 
