@@ -199,7 +199,8 @@ def _searches(ids: list[str], settings: dict, args, spend: str):
     """Each claim's falsify result: one after the other here, or every claim a Ray task at once
     (yielded as they finish). A claim's own failure is its result (outcome ``error``) on either
     executor; with ``--raise`` it propagates instead."""
-    from ..falsify.run import default_timeout, falsify_claim, falsify_in_worker
+    from ..falsify import falsify_claim
+    from ..falsify.run import default_timeout, falsify_in_worker
 
     settings = {**settings, "contain": not args.raise_first}
     limit = claim_timeout(args, default_timeout(settings["budget"]))

@@ -14,6 +14,9 @@ from ._common import (THREADS_HELP, add_containment_options, add_executor_option
 
 __all__ = ["add_parser", "run"]
 
+SMOKE_NOTE = ("smoke scale: small problems (inside each theorem's assumptions) and short searches, for a quick look; "
+              "the default scale's verdicts are the reference, and docs/verdicts.md says where the two differ and why")
+
 
 def _scale_help() -> str:
     from ..verify.context import SCALE_DESCRIPTIONS
@@ -182,6 +185,8 @@ def run(args) -> int:
         print(table(["claim", "verdict", "trials", "seconds", "summary"],
                     [[v["id"], v["verdict"], v["trials"], f"{v['seconds']:.1f}", v["summary"]] for v in verdicts],
                     width=160))
+        if args.scale == "smoke":
+            print(f"\n{SMOKE_NOTE}")
         print(f"\nverdicts: {record.path}\nreport:   {report}\n          {report.with_name('report.html')}\n"
               f"tables:   {record.directory / 'tables'}")
     errors = [v for v in verdicts if v["verdict"] == "error"]

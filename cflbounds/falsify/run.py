@@ -256,12 +256,13 @@ def _summarise_search(domain, found: SearchResult, result: dict) -> None:
         result["best_ratio"] = result["confirmed"]["ratio"]
 
 
-def result_summary(result: dict, where: str | None = None, coverage: bool = True) -> str:
+def result_summary(result: dict, where: str | None = None, coverage: bool = True, timed: bool = True) -> str:
     """A result in a sentence (its ``summary``): the outcome, the confirmed ratio ``where``
-    (default: at the point's parameters), the confirmation, the raw best, what was spent and,
-    with ``coverage``, what the coverage phase rules out (the report says it under its
-    figure and names the point in a table)."""
-    spent = f"{result['evaluations']} evaluations, {result['seconds']:.0f} s"
+    (default: at the point's parameters), the confirmation, the raw best, what was spent (its
+    seconds only if ``timed``: a verdict's summary holds what the seed decides) and, with
+    ``coverage``, what the coverage phase rules out (the report says it under its figure and
+    names the point in a table)."""
+    spent = f"{result['evaluations']} evaluations" + (f", {result['seconds']:.0f} s" if timed else "")
     if result["outcome"] == OUTCOMES[2]:
         error = result["error"]
         return f"error: {_failure_line(error)} (after {spent})"

@@ -157,6 +157,11 @@ def verify_command(verdict: dict, device: str | None = None) -> str:
     return " ".join(parts)
 
 
+# what page 1 says beside a smoke run's scale (docs/verdicts.md, "Smoke and default")
+SMOKE_SETTING = (" (small problems and short searches, for a quick look: the default scale's verdicts are the "
+                 "reference)")
+
+
 def _headline(summary: str) -> str:
     """The summary's first clause (up to its first ';'), the rest being the claim's page's."""
     return str(summary or "").split(";")[0].strip()
@@ -172,7 +177,7 @@ def run_summary(verdicts: list[dict], title: str, metadata: dict | None, generat
         values = sorted({str(v[name]) for v in verdicts if v.get(name) not in (None, "")})
         value = metadata.get(name, ", ".join(values) if values else None)
         if value not in (None, ""):
-            settings.append((name, str(value)))
+            settings.append((name, str(value) + (SMOKE_SETTING if (name, str(value)) == ("scale", "smoke") else "")))
     for name, key in (("device", "device"), ("executor", "executor")):
         if metadata.get(key):
             settings.append((name, str(metadata[key])))
