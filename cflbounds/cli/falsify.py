@@ -8,7 +8,7 @@ import textwrap
 from datetime import datetime
 from pathlib import Path
 
-from .._files import writable_directory
+from .._files import absolute_directory, writable_directory
 from .._validation import InvalidParameterError
 from ._common import (EXIT_ERROR, THREADS_HELP, add_executor_options, check_executor_options, exit_status,
                       non_negative, start_executor, table, thread_count)
@@ -237,7 +237,8 @@ def run(args) -> int:
     device = str(resolve_device(args.device))
     budget = None if args.evaluations else (args.budget or DEFAULT_BUDGET)
     check_executor_options(args)
-    out = Path("reports") / datetime.now().strftime("falsify-%Y%m%d-%H%M%S") if args.out is None else args.out
+    out = absolute_directory(Path("reports") / datetime.now().strftime("falsify-%Y%m%d-%H%M%S") if args.out is None
+                             else args.out, "--out")  # once: a claim that changes the working directory cannot split the run
     record = FalsifyRecord.open(out, {"command": args.argv, "seed": args.seed, "budget_seconds": budget,
                                       "max_evaluations": args.evaluations, "confidence": args.confidence,
                                       "device": device}, resume=args.resume, overwrite=args.overwrite)

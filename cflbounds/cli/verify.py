@@ -8,6 +8,7 @@ import textwrap
 from datetime import datetime
 from pathlib import Path
 
+from .._files import absolute_directory
 from .._validation import InvalidParameterError
 from ._common import (THREADS_HELP, add_executor_options, check_executor_options, exit_status, non_negative,
                       start_executor, table, thread_count)
@@ -122,9 +123,7 @@ def _between_claims(record, governor):
     def finished(verdict, tables):
         found = verdict.search.get("counterexample") if verdict.search else None
         if found is not None:
-            folder = record.directory / "counterexamples"
-            folder.mkdir(exist_ok=True)
-            path = write_counterexample(folder / f"{verdict.id}.json", verdict.search)
+            path = write_counterexample(record.directory, verdict.search)
             verdict.search["replay"] = f"cflbounds falsify --replay {path}"
         record.add(verdict, tables)
         governor.adjust()
@@ -148,7 +147,8 @@ def run(args) -> int:
         raise InvalidParameterError("The '--resume' option needs --out DIR, the directory of the run to continue.")
     ids = expand_claim_ids(args.ids) if args.ids else implemented_claims()
     check_executor_options(args)
-    out = Path("reports") / datetime.now().strftime("%Y%m%d-%H%M%S") if args.out is None else args.out
+    out = absolute_directory(Path("reports") / datetime.now().strftime("%Y%m%d-%H%M%S") if args.out is None else
+                             args.out, "--out")  # once: a claim that changes the working directory cannot split the run
     context = VerifyContext(scale=args.scale, seed=args.seed, device=str(resolve_device(args.device)),
                             executor=args.executor, workdir=out)
     search = _search_plan(args)
@@ -165,8 +165,8 @@ def run(args) -> int:
         return 130
     if args.executor == "ray":  # claims finished in any order; the record lists them as asked
         record.arrange(ids)
-    record.finish(threads_used=args.thread_governor.chosen)
-    report = write_report(record.directory)
+    report = record.finish(lambda finished: write_report(record.directory, finished),
+                           threads_used=args.thread_governor.chosen)
     verdicts = list(record.verdicts.values())
     if args.json:
         print(json.dumps(record.as_dict(), indent=2, allow_nan=False))

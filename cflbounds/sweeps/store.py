@@ -5,28 +5,31 @@ place (``os.replace`` is atomic on POSIX), so a killed sweep loses at most the c
 flight, a reader never sees half a file, and ``--resume`` skips exactly the cells whose
 file exists. Reading concatenates the cells in a fixed order (by cell key).
 
-A store holds one sweep's rows: a cell's key records every setting its rows depend on, and
+The store's directory is its run directory: a write never follows a symbolic link below it
+(:func:`cflbounds._files.atomic_write`), and ``cflbounds sweep`` refuses a store where one of
+:data:`STORE_FILES` is a link before any work. A store holds one sweep's rows: a cell's key records every setting its rows depend on, and
 :meth:`ResultStore.check_settings` refuses to add cells computed with other settings (a second
-seed's trial i would be read as the same trial). A file the store cannot read, or a directory
-it cannot write, is an :class:`~cflbounds._validation.InvalidParameterError` naming the path.
+seed's trial i would be read as the same trial). A file the store cannot read is an
+:class:`~cflbounds._validation.InvalidParameterError` naming the path, a file it cannot write a
+:class:`~cflbounds._files.WriteError` naming the file.
 """
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .._files import WriteError, atomic_write
 from .._validation import InvalidParameterError
 
-__all__ = ["ResultStore"]
+__all__ = ["ResultStore", "STORE_FILES"]
 
 MANIFEST = "sweep.json"
+STORE_FILES = (MANIFEST, "cell-*.parquet")  # what the store writes in its directory
 
 
 def _reason(error: Exception) -> str:
@@ -49,17 +52,9 @@ class ResultStore:
         """``write(path)`` into a temporary file beside ``target``, then rename it into place."""
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=target.suffix)
-        except OSError as error:  # a file in the way, a read-only directory, no space: before any cell
-            raise InvalidParameterError(f"Cannot write the store {self.directory}: {_reason(error)}.") from error
-        os.close(handle)
-        try:
-            write(temporary)
-            os.chmod(temporary, 0o644)  # mkstemp makes it private; a store is read by others
-            os.replace(temporary, target)
-        finally:
-            if os.path.exists(temporary):
-                os.remove(temporary)
+        except OSError as error:  # a file in the way, a read-only directory
+            raise WriteError(f"Cannot write the store {self.directory}: {_reason(error)}.") from error
+        atomic_write(target, write, within=self.directory)
 
     def write(self, cell_key: str, rows: pd.DataFrame) -> Path:
         """Write one cell's rows atomically (temp file + rename); the key is stored with them."""
