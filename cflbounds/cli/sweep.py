@@ -86,16 +86,16 @@ def run(args) -> int:
     cells = fig2_cells(_panels(args), args.variant, overrides, seed=_seed(args.seed), **_protocol(args))
     out = absolute_directory(args.out or Path("reports") / "sweeps" / args.name, "--out")  # once, from the start
     store = ResultStore(out)
+    pending = [cell for cell in cells if not store.has(cell_key(cell))]  # no file of the store read yet
+    check_memory(pending, device)
+    # writable, no symbolic link among what the store holds, a killed run's temporary files removed
+    open_run_directory(out, "--out", files=STORE_FILES + REPORT_FILES)
     done = store.cells()  # names an unreadable cell file before any work
     if done and not args.resume:
         raise InvalidParameterError(f"{out} already holds {len(done)} finished cells; pass --resume to continue "
                                     "that sweep or choose another --out.")
     settings = {name: cells[0][name] for name in ("sweep", "seed", *PROTOCOL)}
     store.check_settings(settings)
-    pending = [cell for cell in cells if not store.has(cell_key(cell))]
-    check_memory(pending, device)
-    # writable, no symbolic link among what the store holds, a killed run's temporary files removed
-    open_run_directory(out, "--out", files=STORE_FILES + REPORT_FILES)
     start_executor(args)  # joins or starts Ray, just before the store is written
     manifest = store.read_manifest() or {}
     selection = {"panels": sorted({c["panel"] for c in cells}), "variants": args.variant, "overrides": overrides}
