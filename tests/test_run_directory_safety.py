@@ -476,7 +476,8 @@ from cflbounds.verify import registry
 from conftest import FakeEntryPoint, REAL_ENTRY_POINTS
 import test_run_directory_safety as here
 
-registry.entry_points = lambda group: [*REAL_ENTRY_POINTS(group=group), FakeEntryPoint("safe-plugin", "safe", [here.GOOD])]
+plugin = FakeEntryPoint("safe-plugin", "safe", [here.GOOD])
+registry.entry_points = lambda group: [*REAL_ENTRY_POINTS(group=group), plugin]
 registry.reload()
 
 def killed(verdicts, path, **options):  # half a PDF in the temporary file, then SIGKILL

@@ -86,7 +86,7 @@ def run(args) -> int:
     cells = fig2_cells(_panels(args), args.variant, overrides, seed=_seed(args.seed), **_protocol(args))
     out = absolute_directory(args.out or Path("reports") / "sweeps" / args.name, "--out")  # once, from the start
     store = ResultStore(out)
-    pending = [cell for cell in cells if not store.has(cell_key(cell))]  # no file of the store read yet
+    pending = [cell for cell in cells if not store.has(cell_key(cell))]  # which cells exist; nothing read yet
     check_memory(pending, device)
     # writable, no symbolic link among what the store holds, a killed run's temporary files removed
     open_run_directory(out, "--out", files=STORE_FILES + REPORT_FILES)

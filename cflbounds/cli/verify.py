@@ -87,8 +87,9 @@ def add_parser(commands) -> None:
                            help="the search as a number of evaluations per claim instead (0: no search)")
     verify.add_argument("--out", metavar="DIR",
                         help="run directory for verdicts.json, tables/, report.pdf, report.html (default: reports/<date-time>/); "
-                             "checked to be a writable directory before any work, and refused if it holds an "
-                             "earlier run unless --resume is given")
+                             "checked to be a writable directory before any work, with no symbolic link where the "
+                             "run writes (nothing is written outside it), and refused if it holds an earlier run "
+                             "unless --resume is given")
     verify.add_argument("--resume", action="store_true",
                         help="continue the run in --out DIR: keep its verdicts (and the finished configurations of "
                              "a long claim) and check only the rest; refused if DIR was made with another scale, "
@@ -147,8 +148,9 @@ def run(args) -> int:
         raise InvalidParameterError("The '--resume' option needs --out DIR, the directory of the run to continue.")
     ids = expand_claim_ids(args.ids) if args.ids else implemented_claims()
     check_executor_options(args)
+    # absolute once: a claim that changes the working directory cannot split the run
     out = absolute_directory(Path("reports") / datetime.now().strftime("%Y%m%d-%H%M%S") if args.out is None else
-                             args.out, "--out")  # once: a claim that changes the working directory cannot split the run
+                             args.out, "--out")
     context = VerifyContext(scale=args.scale, seed=args.seed, device=str(resolve_device(args.device)),
                             executor=args.executor, workdir=out)
     search = _search_plan(args)

@@ -132,9 +132,8 @@ def write_sweep_outputs(store: ResultStore, cells, manifest: dict | None = None)
     within = store.directory
     atomic_write_table(within / "success.parquet", summary, within=within)
     figures = fig2_figures(runs)
-    paths = [atomic_write(within / f"figure-{index + 1}.png",
-                          lambda temporary, figure=figure: figure.savefig(temporary, dpi=120, format="png"), within=within)
-             for index, (_, figure) in enumerate(figures)]
+    paths = [atomic_write(within / f"figure-{index + 1}.png", lambda temporary, figure=figure: figure.savefig(
+                 temporary, dpi=120, format="png"), within=within) for index, (_, figure) in enumerate(figures)]
     sections = _sweep_sections(manifest or store.read_manifest() or {}, summary)
     report = atomic_write(within / "report.pdf", lambda temporary: build_report(
         [], temporary, title="cflbounds sweep ifca-fig2", extra_figures=figures, sections=sections), within=within)

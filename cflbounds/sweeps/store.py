@@ -7,7 +7,9 @@ file exists. Reading concatenates the cells in a fixed order (by cell key).
 
 The store's directory is its run directory: a write never follows a symbolic link below it
 (:func:`cflbounds._files.atomic_write`), and ``cflbounds sweep`` refuses a store where one of
-:data:`STORE_FILES` is a link before any work. A store holds one sweep's rows: a cell's key records every setting its rows depend on, and
+:data:`STORE_FILES` is a link before any work.
+
+A store holds one sweep's rows: a cell's key records every setting its rows depend on, and
 :meth:`ResultStore.check_settings` refuses to add cells computed with other settings (a second
 seed's trial i would be read as the same trial). A file the store cannot read is an
 :class:`~cflbounds._validation.InvalidParameterError` naming the path, a file it cannot write a

@@ -73,8 +73,8 @@ class VerifyContext:
         ``name`` becomes a file name: letters, digits, ``_``, ``-`` and ``.``, not starting with
         ``.`` or ``-``, at most :data:`TABLE_NAME_LENGTH` characters (a ValueError otherwise)."""
         if not isinstance(name, str) or not TABLE_NAME.fullmatch(name) or len(name) > TABLE_NAME_LENGTH:
-            raise ValueError(f"the table name {str(name)[:80]!r} is not a file name: letters, digits, '_', '-' and '.', "
-                             f"starting with a letter, a digit or '_', at most {TABLE_NAME_LENGTH} characters")
+            raise ValueError(f"the table name {str(name)[:80]!r} is not a file name: letters, digits, '_', '-' and "
+                             f"'.', starting with a letter, a digit or '_', at most {TABLE_NAME_LENGTH} characters")
         clash = [key for key in TABLE_KEYS if key in frame.columns]
         if clash:
             raise ValueError(f"table {name!r} already has the column(s) {clash}, which save_table adds")
