@@ -37,6 +37,7 @@ import cflbounds._files as files_module
 from cflbounds.claims import Claim, Domain, Instance, Parameter, rules
 from cflbounds.cli import main
 from cflbounds.falsify.outputs import OUTPUTS as FALSIFY_OUTPUTS
+from cflbounds.sweeps.store import ResultStore
 from cflbounds.verify import VerifyContext, registry, verify_claims
 from cflbounds.verify.claim import ID_LENGTH
 from cflbounds.verify.context import TABLE_NAME_LENGTH, table_name_of
@@ -274,6 +275,26 @@ def test_a_checkpoint_folder_linked_during_the_run_is_that_claims_error(safe, tm
     assert verdicts["SAFE.KEEPS"]["verdict"] == "error" and "symbolic link" in verdicts["SAFE.KEEPS"]["summary"]
     assert _without_time(verdicts["SAFE.GOOD"]) == _alone("SAFE.GOOD")
     assert (out / "report.pdf").is_file()
+
+
+def test_a_sweep_store_linked_away_after_it_was_made_is_not_written(tmp_path, outside):
+    """IFCA.F2's store in a verify run (run/sweeps/ifca-fig2): a link planted at sweeps/ after the
+    store was made, or one at a cell's name, is refused at the next write."""
+    store = ResultStore(tmp_path / "run" / "sweeps" / "ifca-fig2")
+    store.write("first", pd.DataFrame({"x": [1.0]}))
+    shutil.move(tmp_path / "run" / "sweeps", tmp_path / "moved")
+    (tmp_path / "run" / "sweeps").symlink_to(outside)
+    (outside / "ifca-fig2").mkdir()
+    run = _tree(outside)
+    with pytest.raises(files_module.WriteError, match="now leads to"):
+        store.write("second", pd.DataFrame({"x": [2.0]}))
+    (tmp_path / "run" / "sweeps").unlink()
+    shutil.move(tmp_path / "moved", tmp_path / "run" / "sweeps")
+    store._path("third").symlink_to(outside / "target.txt")
+    with pytest.raises(files_module.WriteError, match="is a symbolic link"):
+        store.write("third", pd.DataFrame({"x": [3.0]}))
+    store._path("third").unlink()
+    assert _tree(outside) == run and store.cells() == ["first"]
 
 
 # -- names that become paths -----------------------------------------------------------------------------

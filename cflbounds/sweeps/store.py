@@ -6,8 +6,8 @@ flight, a reader never sees half a file, and ``--resume`` skips exactly the cell
 file exists. Reading concatenates the cells in a fixed order (by cell key).
 
 The store's directory is its run directory: a write never follows a symbolic link below it
-(:func:`cflbounds._files.atomic_write`), and ``cflbounds sweep`` refuses a store where one of
-:data:`STORE_FILES` is a link before any work.
+(:func:`cflbounds._files.atomic_write`) nor one planted on the way to it since the store was made,
+and ``cflbounds sweep`` refuses a store where one of :data:`STORE_FILES` is a link before any work.
 
 A store holds one sweep's rows: a cell's key records every setting its rows depend on, and
 :meth:`ResultStore.check_settings` refuses to add cells computed with other settings (a second
@@ -43,6 +43,7 @@ def _reason(error: Exception) -> str:
 class ResultStore:
     def __init__(self, directory):
         self.directory = Path(directory)
+        self._place = self.directory.resolve()  # where its writes go, checked before each one
 
     def _path(self, cell_key: str) -> Path:
         return self.directory / f"cell-{hashlib.sha256(cell_key.encode()).hexdigest()[:20]}.parquet"
@@ -51,7 +52,13 @@ class ResultStore:
         return self._path(cell_key).exists()
 
     def _write_atomically(self, target: Path, write) -> None:
-        """``write(path)`` into a temporary file beside ``target``, then rename it into place."""
+        """``write(path)`` into a temporary file beside ``target``, then rename it into place; refused
+        if the directory leads elsewhere than when the store was made (a symbolic link planted on
+        its way since, e.g. at a run directory's ``sweeps/``)."""
+        place = self.directory.resolve()
+        if place != self._place:
+            raise WriteError(f"Cannot write {target}: the store {self.directory} now leads to {place}, not "
+                             f"{self._place} (a symbolic link on its way).")
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
         except OSError as error:  # a file in the way, a read-only directory
