@@ -10,8 +10,8 @@ from pathlib import Path
 
 from .._files import absolute_directory
 from .._validation import InvalidParameterError
-from ._common import (THREADS_HELP, add_executor_options, check_executor_options, exit_status, non_negative,
-                      start_executor, table, thread_count)
+from ._common import (THREADS_HELP, add_containment_options, add_executor_options, check_executor_options,
+                      claim_timeout, exit_status, isolation, non_negative, start_executor, table, thread_count)
 
 __all__ = ["add_parser", "run"]
 
@@ -50,6 +50,7 @@ def _cost_epilog() -> str:
 
 def add_parser(commands) -> None:
     from ..verify.context import SCALES
+    from ..verify.run import CLAIM_TIMEOUTS
 
     verify = commands.add_parser(
         "verify", allow_abbrev=False, help="check claims against measurements (the main job)",
@@ -101,8 +102,10 @@ def add_parser(commands) -> None:
     verify.add_argument("--raise", dest="raise_errors", action="store_true",
                         help="stop at the first claim whose own code (check or bound) raises, with its traceback, "
                              "instead of giving it the verdict 'error' and checking the others (for a plugin "
-                             "author; nothing of that claim is written)")
+                             "author; nothing of that claim is written; the claims run in this process)")
     verify.add_argument("--threads", type=thread_count, default="auto", metavar="auto|N", help=THREADS_HELP)
+    add_containment_options(verify.add_argument, default_timeout=", ".join(
+        f"{scale} {seconds:g}" for scale, seconds in CLAIM_TIMEOUTS.items()) + " by scale")
 
 
 
@@ -139,7 +142,7 @@ def run(args) -> int:
     from ..verify.costs import claim_costs
     from ..verify.progress import run_display
     from ..verify.record import RunRecord
-    from ..verify.run import expand_claim_ids, implemented_claims, verify_claims
+    from ..verify.run import CLAIM_TIMEOUTS, expand_claim_ids, implemented_claims, verify_claims
 
     # everything is checked before any work starts (and before --out is created)
     if args.seed < 0:
@@ -148,6 +151,7 @@ def run(args) -> int:
         raise InvalidParameterError("The '--resume' option needs --out DIR, the directory of the run to continue.")
     ids = expand_claim_ids(args.ids) if args.ids else implemented_claims()
     check_executor_options(args)
+    where, limit = isolation(args.isolation, args.raise_errors), claim_timeout(args, CLAIM_TIMEOUTS[args.scale])
     # absolute once: a claim that changes the working directory cannot split the run
     out = absolute_directory(Path("reports") / datetime.now().strftime("%Y%m%d-%H%M%S") if args.out is None else
                              args.out, "--out")
@@ -160,7 +164,7 @@ def run(args) -> int:
         verify_claims(ids, context, skip=[claim for claim in ids if record.done(claim)],
                       on_verdict=_between_claims(record, args.thread_governor),
                       display=run_display(costs=claim_costs(args.scale)), raise_errors=args.raise_errors,
-                      search=search)
+                      search=search, isolation=where, timeout=limit)
     except KeyboardInterrupt:
         print(f"cflbounds: interrupted; the {len(record.verdicts)} finished verdicts are kept in {record.path} "
               f"(continue with the same options and --resume --out {record.directory})", file=sys.stderr)
@@ -168,7 +172,7 @@ def run(args) -> int:
     if args.executor == "ray":  # claims finished in any order; the record lists them as asked
         record.arrange(ids)
     report = record.finish(lambda finished: write_report(record.directory, finished),
-                           threads_used=args.thread_governor.chosen)
+                           threads_used=args.thread_governor.chosen, isolation=where, claim_timeout=limit)
     verdicts = list(record.verdicts.values())
     if args.json:
         print(json.dumps(record.as_dict(), indent=2, allow_nan=False))
