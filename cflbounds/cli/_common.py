@@ -11,10 +11,11 @@ from .._validation import InvalidParameterError
 
 __all__ = ["Parser", "UsageError", "Once", "csv", "table", "terminal_width", "set_threads", "add_executor_options",
            "add_containment_options", "check_executor_options", "claim_timeout", "isolation", "start_executor",
-           "exit_status", "EXIT_VIOLATED", "EXIT_ERROR"]
+           "exit_status", "EXIT_VIOLATED", "EXIT_ERROR", "EXIT_WRITE"]
 
 EXIT_VIOLATED = 1  # a claim was violated and --strict was given
 EXIT_ERROR = 3  # a claim's own code failed: its verdict (outcome) is 'error'
+EXIT_WRITE = 74  # an output could not be written (sysexits.h's EX_IOERR): cflbounds._files.WriteError
 
 
 def exit_status(outcomes, *, strict: bool) -> int:

@@ -8,7 +8,7 @@ import textwrap
 from datetime import datetime
 from pathlib import Path
 
-from .._files import writable_directory
+from .._files import absolute_directory, writable_directory
 from .._validation import InvalidParameterError
 from ._common import (EXIT_ERROR, THREADS_HELP, add_containment_options, add_executor_options, check_executor_options,
                       claim_timeout, exit_status, isolation, non_negative, start_executor, table, thread_count)
@@ -43,7 +43,8 @@ DESCRIPTION = (
     "seconds each (a warning on stderr says how many and how long before the search starts). Exit status: 0 done; 1 "
     "a claim is violated and --strict is given, a --replay that does not reproduce, or a crash (an uncaught "
     "exception, with its traceback; also one re-raised by --raise); 2 bad usage (one line, before any work); 3 a "
-    "claim ended in 'error' (before 1).")
+    "claim ended in 'error' (before 1); 74 an output could not be written (a full disk: one line naming the file; "
+    "--resume continues).")
 
 
 
@@ -82,7 +83,8 @@ def add_parser(commands) -> None:
                         help="confidence of the confirmation on fresh seeds, in (0, 1) (default: 0.95)")
     parser.add_argument("--out", metavar="DIR",
                         help="run directory for falsify.json, counterexamples/, report.pdf and report.html (default: "
-                             "reports/falsify-<date-time>/); checked to be a writable directory before any work")
+                             "reports/falsify-<date-time>/); checked to be a writable directory before any work, with "
+                             "no symbolic link where the run writes (nothing is written outside it)")
     parser.add_argument("--json", action="store_true",
                         help="print falsify.json's content (metadata and one result per claim) on stdout, not the "
                              "table")
@@ -244,7 +246,9 @@ def run(args) -> int:
     budget = None if args.evaluations else (args.budget or DEFAULT_BUDGET)
     check_executor_options(args)
     isolation(args.isolation, args.raise_first)  # refused before any work
-    out = Path("reports") / datetime.now().strftime("falsify-%Y%m%d-%H%M%S") if args.out is None else args.out
+    # absolute once: a claim that changes the working directory cannot split the run
+    out = absolute_directory(Path("reports") / datetime.now().strftime("falsify-%Y%m%d-%H%M%S") if args.out is None
+                             else args.out, "--out")
     record = FalsifyRecord.open(out, {"command": args.argv, "seed": args.seed, "budget_seconds": budget,
                                       "max_evaluations": args.evaluations, "confidence": args.confidence,
                                       "device": device}, resume=args.resume, overwrite=args.overwrite)

@@ -8,6 +8,7 @@ import textwrap
 from datetime import datetime
 from pathlib import Path
 
+from .._files import absolute_directory
 from .._validation import InvalidParameterError
 from ._common import (THREADS_HELP, add_containment_options, add_executor_options, check_executor_options,
                       claim_timeout, exit_status, isolation, non_negative, start_executor, table, thread_count)
@@ -94,8 +95,9 @@ def add_parser(commands) -> None:
                                 "search)")
     verify.add_argument("--out", metavar="DIR",
                         help="run directory for verdicts.json, tables/, report.pdf, report.html (default: reports/<date-time>/); "
-                             "checked to be a writable directory before any work, and refused if it holds an "
-                             "earlier run unless --resume is given")
+                             "checked to be a writable directory before any work, with no symbolic link where the "
+                             "run writes (nothing is written outside it), and refused if it holds an earlier run "
+                             "unless --resume is given")
     verify.add_argument("--resume", action="store_true",
                         help="continue the run in --out DIR: keep its verdicts (and the finished configurations of "
                              "a long claim) and check only the rest; refused if DIR was made with another scale, "
@@ -132,9 +134,7 @@ def _between_claims(record, governor):
     def finished(verdict, tables):
         found = verdict.search.get("counterexample") if verdict.search else None
         if found is not None:
-            folder = record.directory / "counterexamples"
-            folder.mkdir(exist_ok=True)
-            path = write_counterexample(folder / f"{verdict.id}.json", verdict.search)
+            path = write_counterexample(record.directory, verdict.search)
             verdict.search["replay"] = f"cflbounds falsify --replay {path}"
         record.add(verdict, tables)
         governor.adjust()
@@ -159,7 +159,9 @@ def run(args) -> int:
     ids = expand_claim_ids(args.ids) if args.ids else implemented_claims()
     check_executor_options(args)
     where, limit = isolation(args.isolation, args.raise_errors), claim_timeout(args, CLAIM_TIMEOUTS[args.scale])
-    out = Path("reports") / datetime.now().strftime("%Y%m%d-%H%M%S") if args.out is None else args.out
+    # absolute once: a claim that changes the working directory cannot split the run
+    out = absolute_directory(Path("reports") / datetime.now().strftime("%Y%m%d-%H%M%S") if args.out is None else
+                             args.out, "--out")
     context = VerifyContext(scale=args.scale, seed=args.seed, device=str(resolve_device(args.device)),
                             executor=args.executor, workdir=out)
     search = _search_plan(args)
@@ -176,8 +178,8 @@ def run(args) -> int:
         return 130
     if args.executor == "ray":  # claims finished in any order; the record lists them as asked
         record.arrange(ids)
-    record.finish(threads_used=args.thread_governor.chosen, isolation=where, claim_timeout=limit)
-    report = write_report(record.directory)
+    report = record.finish(lambda finished: write_report(record.directory, finished),
+                           threads_used=args.thread_governor.chosen, isolation=where, claim_timeout=limit)
     verdicts = list(record.verdicts.values())
     if args.json:
         print(json.dumps(record.as_dict(), indent=2, allow_nan=False))

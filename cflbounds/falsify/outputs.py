@@ -43,17 +43,19 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .. import __version__
-from .._files import atomic_write_text, writable_directory
+from .._files import atomic_write, atomic_write_text, open_run_directory
 from .._validation import InvalidParameterError
 from ..verify.domain import format_ratio
 from ..verify.verdict import json_safe
-from .records import write_counterexample
+from .records import counterexample_file, write_counterexample
 from .run import OUTCOMES, result_summary
 
 __all__ = ["FalsifyRecord", "RECORD_NAME", "RESUME_SETTINGS", "read_falsify_record", "report_entry", "write_report"]
 
 RECORD_NAME = "falsify.json"
-OUTPUTS = (RECORD_NAME, "counterexamples", "report.pdf", "report.html")  # what a falsify run writes
+RUN_FILES = (RECORD_NAME, "report.pdf", "report.html")  # what a falsify run writes: these files,
+RUN_FOLDERS = ("counterexamples",)  # and this folder's
+OUTPUTS = RUN_FILES + RUN_FOLDERS
 # what a claim's result depends on (not the threads or the executor: the same with --evaluations)
 RESUME_SETTINGS = ("cflbounds", "seed", "budget_seconds", "max_evaluations", "confidence", "device")
 
@@ -72,10 +74,12 @@ class FalsifyRecord:
              option: str = "--out") -> "FalsifyRecord":
         """The run directory ``directory`` for a run of ``settings`` (the metadata: command,
         seed, budget, ...), checked before any work: a writable directory (created if missing)
-        holding no falsify output, or with ``resume`` an earlier falsify run of the same
-        :data:`RESUME_SETTINGS` (its finished results kept), or with ``overwrite`` anything
-        (the earlier outputs removed). Refusals raise :class:`InvalidParameterError`."""
-        directory = writable_directory(directory, option)
+        where none of the outputs, nor anything in counterexamples/, is a symbolic link
+        (:func:`~cflbounds._files.open_run_directory`, which also removes the temporary files of
+        a killed run), holding no falsify output, or with ``resume`` an earlier falsify run of
+        the same :data:`RESUME_SETTINGS` (its finished results kept), or with ``overwrite``
+        anything (the earlier outputs removed). Refusals raise :class:`InvalidParameterError`."""
+        directory = open_run_directory(directory, option, files=RUN_FILES, folders=RUN_FOLDERS)
         metadata = {"cflbounds": __version__, "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                     **settings}
         path, results = directory / RECORD_NAME, []
@@ -111,9 +115,7 @@ class FalsifyRecord:
         self.results = [kept for kept in self.results if kept["id"] != result["id"]] + [result]
         written = None
         if result["counterexample"] is not None:
-            folder = self.directory / "counterexamples"
-            folder.mkdir(exist_ok=True)
-            written = write_counterexample(folder / f"{result['id']}.json", result)
+            written = write_counterexample(self.directory, result)
             result["counterexample_file"] = str(written)
         self._write()
         return written
@@ -134,7 +136,7 @@ class FalsifyRecord:
         return write_report(self.directory, self.results, self.metadata)["report"]
 
     def _write(self) -> None:
-        atomic_write_text(self.path, json.dumps(self.as_dict(), indent=2, allow_nan=False))
+        atomic_write_text(self.path, json.dumps(self.as_dict(), indent=2, allow_nan=False), within=self.directory)
 
 
 def read_falsify_record(path) -> dict:
@@ -321,7 +323,7 @@ def report_entry(result: dict, statement: str, directory=None) -> dict:
                                    f"{shrunk['reason']}")
     if confirmation:
         details.update({"confirmation": confirmation.get("summary"), "confirmation quantity": confirmation["quantity"]})
-    replay = Path(directory) / "counterexamples" / f"{result['id']}.json" if directory is not None else None
+    replay = counterexample_file(directory, result["id"]) if directory is not None else None
     if result["counterexample"] is not None:
         details["replay"] = replay_command(replay if replay is not None and replay.exists() else
                                            result.get("counterexample_file", replay))
@@ -348,7 +350,6 @@ def write_report(directory, results: list[dict] | None = None, metadata: dict | 
     """Write ``report.pdf`` and ``report.html`` of the falsify run in ``directory`` (its
     ``results`` and ``metadata``, else those of its falsify.json, checked), each atomically;
     returns their paths as ``{"report", "html"}``."""
-    from .._files import atomic_write
     from ..reports.html import build_html
     from ..reports.pdf import build_report
     from ..verify.registry import claims
@@ -363,6 +364,8 @@ def write_report(directory, results: list[dict] | None = None, metadata: dict | 
                             "(the claim is not registered in this environment)", directory) for result in results]
     options = {"title": "cflbounds falsify", "metadata": metadata,
                "reproduce": lambda entry: falsify_command(entry["id"], metadata)}
-    html = atomic_write(directory / "report.html", lambda temporary: build_html(entries, temporary, **options))
-    pdf = atomic_write(directory / "report.pdf", lambda temporary: build_report(entries, temporary, **options))
+    html = atomic_write(directory / "report.html", lambda temporary: build_html(entries, temporary, **options),
+                        within=directory)
+    pdf = atomic_write(directory / "report.pdf", lambda temporary: build_report(entries, temporary, **options),
+                       within=directory)
     return {"report": pdf, "html": html}

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .. import __version__
-from .._files import atomic_write_text
+from .._files import atomic_write_text, safe_file_name
 from .._validation import InvalidParameterError
 from ..verify.context import VerifyContext
 from ..verify.contract import checked_evaluate
@@ -23,15 +23,24 @@ from ..verify.domain import Domain, Instance
 from ..verify.registry import get_claim
 from ..verify.verdict import json_safe
 
-__all__ = ["read_counterexample", "replay_counterexample", "replay_domain", "write_counterexample", "emit_test"]
+__all__ = ["counterexample_file", "read_counterexample", "replay_counterexample", "replay_domain",
+           "write_counterexample", "emit_test"]
 
 
-def write_counterexample(path: Path, result: dict) -> Path:
-    """``result``'s counterexample (a dict of :func:`cflbounds.falsify.run.falsify_claim`) as JSON."""
+def counterexample_file(directory, claim_id: str) -> Path:
+    """Where a run in ``directory`` keeps the counterexample of ``claim_id``:
+    ``counterexamples/<ID>.json`` (a claim ID is a short file name: :data:`~cflbounds.verify.claim.ID_LENGTH`)."""
+    return Path(directory) / "counterexamples" / f"{claim_id}.json"
+
+
+def write_counterexample(directory, result: dict) -> Path:
+    """``result``'s counterexample (a dict of :func:`cflbounds.falsify.run.falsify_claim`) as JSON
+    in the run directory ``directory`` (:func:`counterexample_file`, never outside it); returns its path."""
+    path = counterexample_file(directory, safe_file_name(result["id"], "the counterexample of"))
     record = {"cflbounds": __version__, "written": datetime.now(timezone.utc).isoformat(timespec="seconds"),
               "id": result["id"], "device": result["device"], **result["counterexample"],
               "confirmation": result["confirmation"], "search_seed": result["seed"]}
-    atomic_write_text(path, json.dumps(json_safe(record), indent=2, allow_nan=False))
+    atomic_write_text(path, json.dumps(json_safe(record), indent=2, allow_nan=False), within=directory)
     return path
 
 
