@@ -32,7 +32,8 @@ Outputs are never overwritten: a directory that holds any of them is refused unl
 resumes it (``--resume``: the same :data:`RESUME_SETTINGS`; finished claims are kept, claims
 that ended in ``error`` are searched again) or replaces it (``--overwrite``: the earlier run's
 outputs are removed first). Other files in the directory are left alone, as ``verify`` does.
-Reading ``falsify.json`` back executes nothing: it is JSON, checked before use.
+Reading ``falsify.json`` back executes nothing: it is JSON, checked against its schema before use
+(:mod:`cflbounds._schemas`).
 """
 from __future__ import annotations
 
@@ -44,11 +45,13 @@ from pathlib import Path
 
 from .. import __version__
 from .._files import atomic_write_text, writable_directory
+from .._read_json import read_json
+from .._schemas import FALSIFY_FILE
 from .._validation import InvalidParameterError
 from ..verify.domain import format_ratio
 from ..verify.verdict import json_safe
 from .records import write_counterexample
-from .run import OUTCOMES, result_summary
+from .run import result_summary
 
 __all__ = ["FalsifyRecord", "RECORD_NAME", "RESUME_SETTINGS", "read_falsify_record", "report_entry", "write_report"]
 
@@ -138,29 +141,17 @@ class FalsifyRecord:
 
 
 def read_falsify_record(path) -> dict:
-    """The checked content of a ``falsify.json`` as ``{"metadata", "results"}``; raises
-    :class:`InvalidParameterError` naming the file and what is wrong. Numbers written as
-    ``"inf"``/``"nan"`` (strict JSON) come back as floats where the command reads them."""
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise InvalidParameterError(f"{path}: not a readable falsify record ({type(error).__name__}: {error}).") from None
-    if not isinstance(data, dict) or not isinstance(data.get("metadata"), dict) \
-            or not isinstance(data.get("results"), list):
-        raise InvalidParameterError(f"{path}: expected an object with 'metadata' (an object) and 'results' (an array), "
-                                    "as cflbounds falsify writes.")
+    """The checked content of a ``falsify.json`` as ``{"metadata", "results"}``: checked against
+    its schema (:data:`cflbounds._schemas.FALSIFY_FILE`) before it is used, else
+    :class:`InvalidParameterError` naming the file, the field and what is wrong. A best ratio
+    written as ``"inf"``/``"nan"`` (strict JSON) comes back as a float."""
+    data = read_json(path, FALSIFY_FILE, what="the JSON `cflbounds falsify` writes")
     seen = set()
-    for number, result in enumerate(data["results"], 1):
-        if not isinstance(result, dict) or not isinstance(result.get("id"), str) \
-                or result.get("outcome") not in OUTCOMES:
-            raise InvalidParameterError(f"{path}: result {number} is not a falsify result (an object with an 'id' and an "
-                                        f"'outcome' among {', '.join(OUTCOMES)}).")
+    for index, result in enumerate(data["results"]):
         if result["id"] in seen:
-            raise InvalidParameterError(f"{path}: result {number} repeats the claim {result['id']}.")
+            raise InvalidParameterError(f"{path}: results[{index}] repeats the claim {result['id']}.")
         seen.add(result["id"])
-        for key in ("best_ratio", "seconds"):
-            result[key] = _number(result.get(key))
+        result["best_ratio"] = _number(result["best_ratio"])
     return data
 
 
