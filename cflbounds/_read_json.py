@@ -29,7 +29,7 @@ import numpy as np
 from ._schemas import FORMATS, MAX_DEPTH, MAX_FILE_BYTES, MAX_INTEGER_DIGITS
 from ._validation import InvalidParameterError
 
-__all__ = ["read_json", "load_json", "check_json", "parse_json", "schema_problem", "JSONProblem", "shown"]
+__all__ = ["read_json", "load_json", "check_json", "parse_json", "read_regular", "schema_problem", "JSONProblem", "shown"]
 
 _ESCAPED = re.compile(rb'\\.', re.S)  # a backslash and the character it escapes (inside strings only, in JSON)
 _STRUCTURE = np.zeros(256, dtype=np.int8)
@@ -96,9 +96,9 @@ def parse_json(data: bytes, max_depth: int = MAX_DEPTH):
         raise JSONProblem(f"not valid JSON ({error.msg} at line {error.lineno}, column {error.colno})") from None
 
 
-def _read_regular(path: Path, limit: int) -> bytes:
+def read_regular(path, limit: int | None = None) -> bytes:
     """The bytes of the regular file ``path``, opened without blocking (a FIFO is refused, not
-    waited on) and read up to ``limit`` bytes."""
+    waited on), of at most ``limit`` bytes (None: any size); :class:`JSONProblem` otherwise."""
     try:
         handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as error:
@@ -107,10 +107,10 @@ def _read_regular(path: Path, limit: int) -> bytes:
         kind = os.fstat(file.fileno())
         if not stat.S_ISREG(kind.st_mode):
             raise JSONProblem("not a regular file (a FIFO, a device or a directory is never read)")
-        if kind.st_size > limit:
+        if limit is not None and kind.st_size > limit:
             raise JSONProblem(f"{kind.st_size} bytes, more than the {limit} a run's file may have")
-        data = file.read(limit + 1)
-    if len(data) > limit:
+        data = file.read() if limit is None else file.read(limit + 1)
+    if limit is not None and len(data) > limit:
         raise JSONProblem(f"more than the {limit} bytes a run's file may have")
     return data
 
@@ -121,7 +121,7 @@ def load_json(path, *, what: str, limit: int = MAX_FILE_BYTES):
     file otherwise. ``what`` says what was expected ("the JSON `cflbounds verify` writes")."""
     path = Path(path)
     try:
-        return parse_json(_read_regular(path, limit))
+        return parse_json(read_regular(path, limit))
     except JSONProblem as problem:
         raise InvalidParameterError(f"{path}: {problem} (expected {what}).") from None
 

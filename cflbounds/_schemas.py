@@ -140,6 +140,7 @@ REAL = {"type": ["number", "string"], "format": "non-finite", "description": "a 
 REAL_OR_NULL = {**REAL, "type": ["number", "string", "null"],
                 "description": "a number (or \"inf\", \"-inf\", \"nan\", null)"}
 REALS = _array(REAL_OR_NULL, description="an array of numbers")
+REALS_OR_NULL = {**REALS, "type": ["array", "null"], "description": "null or an array of numbers"}
 REAL_OR_REALS = {**REAL, "type": ["number", "string", "array"], "maxItems": MAX_VALUES, "items": REAL,
                  "description": "a number or an array of numbers"}
 COUNT = {"type": "integer", "minimum": 0, "maximum": MAX_SEED, "description": "a non-negative int"}
@@ -176,29 +177,37 @@ ASSUMPTIONS = _array(_object({
 
 # a figure spec (cflbounds.reports.figures.plot_from_spec)
 SERIES = _object({
-    "label": _name(), "group": {"type": ["string", "integer"], "maxLength": MAX_NAME, "description": "a name"},
-    "x": REALS, "y": REALS, "low": REALS, "high": REALS, "fails": _array(FLAG, description="an array of flags"),
+    "label": _name(null=True), "group": {"type": ["string", "integer"], "maxLength": MAX_NAME, "description": "a name"},
+    "x": REALS, "y": REALS_OR_NULL, "low": REALS_OR_NULL, "high": REALS_OR_NULL,
+    "fails": {**_array(FLAG), "type": ["array", "null"], "description": "null or an array of flags"},
     "style": _enum(PLOT_STYLES, "a style"),
     "color": {"type": "string", "format": "matplotlib-color", "description": FORMATS["matplotlib-color"][1]},
     "marker": {"type": ["string", "null"], "format": "matplotlib-marker", "description": FORMATS["matplotlib-marker"][1]},
-    "size": {"type": "number", "exclusiveMinimum": 0, "maximum": 10_000, "description": "a marker size in (0, 10000]"},
+    "size": {"type": ["number", "null"], "exclusiveMinimum": 0, "maximum": 10_000,
+             "description": "a marker size in (0, 10000]"},
 }, description="a series (an object)")
-LIMITS = _array({"type": ["number", "null"], "description": "a number or null"}, 2, "[low, high] (numbers or null)")
+LIMITS = {**_array({"type": ["number", "null"], "description": "a number or null"}, 2), "type": ["array", "null"],
+          "description": "null or [low, high] (numbers or null)"}
+_NULL_FLAG = {"type": ["boolean", "null"], "description": "true or false"}
 PLOT_PROPERTIES = {
-    "kind": _enum(PLOT_KINDS, "a figure kind"), "title": _text(), "note": _text(), "caption": _text(),
-    "xlabel": _name(), "ylabel": _name(), "colorbar": _name(), "nonfinite_label": _name(),
-    "logx": FLAG, "logy": FLAG, "equal": FLAG, "xinteger": FLAG, "beside": FLAG,
+    "kind": _enum(PLOT_KINDS, "a figure kind"), "title": _text(null=True), "note": _text(null=True),
+    "caption": _text(null=True), "xlabel": _name(null=True), "ylabel": _name(null=True),
+    "colorbar": _name(null=True), "nonfinite_label": _name(null=True),
+    "logx": _NULL_FLAG, "logy": _NULL_FLAG, "equal": _NULL_FLAG, "xinteger": _NULL_FLAG, "beside": _NULL_FLAG,
     "x": _array({"type": ["number", "string", "null"], "maxLength": MAX_NAME, "description": "a number or a name"},
                 description="an array of numbers or category names"),
     "series": _array(SERIES, MAX_ITEMS, "an array of series"),
     "matrix": _array(REALS, 2_000, "an array of rows of numbers"),
-    "boundaries": _array({"type": "integer", "minimum": 0, "maximum": 2_000, "description": "an int in [0, 2000]"},
-                         2_000, "an array of ints"),
-    "cmap": {"type": "string", "format": "matplotlib-colormap", "description": FORMATS["matplotlib-colormap"][1]},
+    "boundaries": {**_array({"type": "integer", "minimum": 0, "maximum": 2_000, "description": "an int in [0, 2000]"},
+                            2_000), "type": ["array", "null"], "description": "null or an array of ints"},
+    "cmap": {"type": ["string", "null"], "format": "matplotlib-colormap",
+             "description": FORMATS["matplotlib-colormap"][1]},
     "xlim": LIMITS, "ylim": LIMITS,
-    "reference": _array(_object({"x": FINITE, "y": FINITE, "label": _name()}, description="a reference line (an object)"),
-                        MAX_ITEMS, "an array of reference lines"),
-    "height": {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_FIGURE_HEIGHT,
+    "reference": {**_array(_object({"x": FINITE, "y": FINITE, "label": _name(null=True)},
+                                   description="a reference line (an object with a 'y' or an 'x')",
+                                   **{"if": {"required": ["y"]}, "else": {"required": ["x"]}}), MAX_ITEMS),
+                  "type": ["array", "null"], "description": "null or an array of reference lines"},
+    "height": {"type": ["number", "null"], "exclusiveMinimum": 0, "maximum": MAX_FIGURE_HEIGHT,
                "description": f"a height in inches, in (0, {MAX_FIGURE_HEIGHT:g}]"},
     "share": {"type": "number", "exclusiveMinimum": 0, "maximum": 100, "description": "a share in (0, 100]"},
 }

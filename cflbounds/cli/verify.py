@@ -9,8 +9,8 @@ from datetime import datetime
 from pathlib import Path
 
 from .._validation import InvalidParameterError
-from ._common import (THREADS_HELP, add_executor_options, check_executor_options, exit_status, non_negative,
-                      start_executor, table, thread_count)
+from ._common import (MAX_EVALUATIONS, MAX_SECONDS, THREADS_HELP, add_executor_options, check_executor_options,
+                      check_seed, exit_status, non_negative, start_executor, table, thread_count)
 
 __all__ = ["add_parser", "run"]
 
@@ -68,12 +68,12 @@ def add_parser(commands) -> None:
                                               "claim (IFCA.F2's Fig. 2 sweep) a task of its own; the verdicts and "
                                               "evidence are the local run's")
     verify.add_argument("--seed", type=int, default=0,
-                        help="root seed, a non-negative int: every trial's seed is spawned from it, so the same "
+                        help="root seed, an int in [0, 2^63 - 1]: every trial's seed is spawned from it, so the same "
                              "seed, scale, device and version give the same verdicts (default: 0)")
     from ..falsify.judge import SEARCH_EVALUATIONS
 
     searching = verify.add_mutually_exclusive_group()
-    searching.add_argument("--search", type=non_negative(float), metavar="SECONDS",
+    searching.add_argument("--search", type=non_negative(float, maximum=MAX_SECONDS), metavar="SECONDS",
                            help="after a claim's designed experiment, search its admissible domain (claims that "
                                 "declare one: `cflbounds claims`) for this many seconds, as `cflbounds falsify "
                                 "--budget` does; a confirmed counterexample makes the verdict 'violated' (shown "
@@ -82,7 +82,7 @@ def add_parser(commands) -> None:
                                 "faster machine; 0: no search. Default: a number of evaluations per claim by scale "
                                 "(" + ", ".join(f"{scale} {count}" for scale, count in SEARCH_EVALUATIONS.items())
                                 + "), so the verdicts depend only on the seed, scale, device and version")
-    searching.add_argument("--search-evaluations", type=non_negative(int), metavar="N",
+    searching.add_argument("--search-evaluations", type=non_negative(int, maximum=MAX_EVALUATIONS), metavar="N",
                            help="the search as a number of evaluations per claim instead (0: no search)")
     verify.add_argument("--out", metavar="DIR",
                         help="run directory for verdicts.json, tables/, report.pdf, report.html (default: reports/<date-time>/); "
@@ -117,6 +117,7 @@ def _search_plan(args):
 def _between_claims(record, governor):
     """After each claim: its counterexample file (a search confirmed one), then the claim
     itself, then re-judge ``--threads auto`` for the next one."""
+    from ..falsify.outputs import replay_command
     from ..falsify.records import write_counterexample
 
     def finished(verdict, tables):
@@ -125,7 +126,7 @@ def _between_claims(record, governor):
             folder = record.directory / "counterexamples"
             folder.mkdir(exist_ok=True)
             path = write_counterexample(folder / f"{verdict.id}.json", verdict.search)
-            verdict.search["replay"] = f"cflbounds falsify --replay {path}"
+            verdict.search["replay"] = replay_command(path)
         record.add(verdict, tables)
         governor.adjust()
 
@@ -137,15 +138,17 @@ def run(args) -> int:
     from ..reports.outputs import write_report
     from ..verify.context import VerifyContext
     from ..verify.costs import claim_costs
+    from ..verify.checkpoints import check_checkpoints
     from ..verify.progress import run_display
     from ..verify.record import RunRecord
     from ..verify.run import expand_claim_ids, implemented_claims, verify_claims
 
     # everything is checked before any work starts (and before --out is created)
-    if args.seed < 0:
-        raise InvalidParameterError(f"The '--seed' option must be a non-negative int. Got {args.seed} instead.")
+    check_seed(args.seed)
     if args.resume and args.out is None:
         raise InvalidParameterError("The '--resume' option needs --out DIR, the directory of the run to continue.")
+    if args.resume:  # a damaged or crafted checkpoint is the run directory's fault: said now, in one line
+        check_checkpoints(args.out)
     ids = expand_claim_ids(args.ids) if args.ids else implemented_claims()
     check_executor_options(args)
     out = Path("reports") / datetime.now().strftime("%Y%m%d-%H%M%S") if args.out is None else args.out

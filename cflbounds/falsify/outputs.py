@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 import shutil
 from datetime import datetime, timezone
 from pathlib import Path
@@ -236,14 +237,15 @@ def confirmation_figure(result: dict) -> dict:
 
 
 def replay_command(path) -> str:
-    """The command that replays a counterexample file."""
-    return f"cflbounds falsify --replay {path}"
+    """The command that replays a counterexample file, quoted for a POSIX shell."""
+    return shlex.join(["cflbounds", "falsify", "--replay", str(path)])
 
 
 def falsify_command(claim_id: str, metadata: dict) -> str:
     """The command that searches ``claim_id`` again as the run of ``metadata`` did (its seed,
-    its limit: evaluations or seconds, its confidence; the device when it was CUDA)."""
-    parts = ["cflbounds", "falsify", claim_id]
+    its limit: evaluations or seconds, its confidence; the device when it was CUDA), quoted
+    for a POSIX shell."""
+    parts = ["cflbounds", "falsify", str(claim_id)]
     if metadata.get("max_evaluations"):
         parts += ["--evaluations", str(metadata["max_evaluations"])]
     elif metadata.get("budget_seconds"):
@@ -254,7 +256,7 @@ def falsify_command(claim_id: str, metadata: dict) -> str:
         parts += ["--confidence", f"{float(metadata['confidence']):g}"]
     if str(metadata.get("device", "")).startswith("cuda"):
         parts += ["--device", "cuda"]
-    return " ".join(parts)
+    return shlex.join(parts)  # each argument quoted: the ID and the seed come from the run's files
 
 
 def _headline(result: dict, example: dict) -> str:

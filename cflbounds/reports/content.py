@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numbers
 import re
+import shlex
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
@@ -23,7 +24,7 @@ from .figures import has_plot_content, single_value
 
 __all__ = ["VERDICT_COLORS", "VERDICT_ORDER", "Paragraph", "Code", "Plot", "Table", "ClaimEntry", "ClaimLine",
            "RunSummary", "claim_entry", "entries_of", "with_evidence_shown", "run_summary", "format_value", "anchor",
-           "verify_command"]
+           "verify_command", "replay_code", "REPLAY"]
 
 VERDICT_COLORS = {
     "holds": "#8fd19e",
@@ -146,15 +147,36 @@ def anchor(claim_id: str) -> str:
 
 def verify_command(verdict: dict, device: str | None = None) -> str:
     """The command that checks this claim again as this run did (a CUDA run's device named:
-    its sums differ in the last digits)."""
-    parts = ["cflbounds", "verify", verdict.get("id", "")]
+    its sums differ in the last digits), each argument quoted for a POSIX shell
+    (``shlex.join``): the ID and seed come from the run's files, and the command is pasted."""
+    parts = ["cflbounds", "verify", str(verdict.get("id", ""))]
     if verdict.get("scale"):
         parts += ["--scale", str(verdict["scale"])]
     if verdict.get("seed") is not None:
         parts += ["--seed", str(verdict["seed"])]
-    if device and device.startswith("cuda"):
+    if isinstance(device, str) and device.startswith("cuda"):
         parts += ["--device", "cuda"]
-    return " ".join(parts)
+    return shlex.join(parts)
+
+
+REPLAY = ("cflbounds", "falsify", "--replay")
+
+
+def replay_code(text) -> str | None:
+    """A stored replay command (``cflbounds falsify --replay FILE`` of a run's files) as the
+    command to paste, FILE quoted as one argument (``shlex.join``) whether it was stored
+    quoted or not (an older cflbounds wrote it bare); None for text that is not such a command
+    (shown as text, with no copy button)."""
+    prefix = " ".join(REPLAY) + " "
+    text = str(text)
+    if not text.startswith(prefix) or "\n" in text:
+        return None
+    rest = text[len(prefix):]
+    try:
+        words = shlex.split(rest)
+    except ValueError:  # an unbalanced quote: the bare path of an older file
+        words = []
+    return shlex.join([*REPLAY, words[0] if len(words) == 1 else rest])
 
 
 def _headline(summary: str) -> str:
@@ -183,7 +205,7 @@ def run_summary(verdicts: list[dict], title: str, metadata: dict | None, generat
     when = metadata.get("finished") or metadata.get("started")
     settings.append(("date", str(when).replace("T", " ") if when else f"{generated:%Y-%m-%d %H:%M:%S %Z} (report)"))
     if metadata.get("command"):
-        settings.append(("command", " ".join(str(word) for word in metadata["command"])))
+        settings.append(("command", shlex.join(str(word) for word in metadata["command"])))
     counts = Counter(v.get("verdict", "") for v in verdicts)
     ordered = sorted(counts.items(), key=lambda item: (VERDICT_ORDER.index(item[0]) if item[0] in VERDICT_ORDER
                                                        else len(VERDICT_ORDER), item[0]))
@@ -286,8 +308,14 @@ def _search_blocks(verdict: dict) -> list:
                 rows.append(["confirmation", str(confirmation["summary"])])
         blocks.append(_point_table("Counterexample", values, rows))
     if search.get("replay"):
-        blocks.append(Code(str(search["replay"]), title="Replay the counterexample"))
+        blocks.append(_command_block(search["replay"], "Replay the counterexample"))
     return blocks
+
+
+def _command_block(text, title: str):
+    """A stored command as code to copy when it is one (:func:`replay_code`), else as text."""
+    command = replay_code(text)
+    return Code(command, title=title) if command else Paragraph(str(text), title=title, role="muted")
 
 
 def _evidence_blocks(rows: list, shown: int) -> list:
@@ -363,7 +391,7 @@ def claim_entry(verdict: dict, *, reproduce: str | None = None) -> ClaimEntry:
         blocks.append(_point_table(point["title"], point["values"]))
     for key in _COMMAND_DETAILS:
         if details.get(key):
-            blocks.append(Code(str(details[key]), title=key.capitalize()))
+            blocks.append(_command_block(details[key], key.capitalize()))
     blocks += _evidence_blocks([[str(name), format_value(value)]
                                 for name, value in (verdict.get("evidence") or {}).items()], ESSENTIAL_EVIDENCE)
     blocks += _assumption_blocks(verdict.get("assumptions") or [],
