@@ -20,11 +20,11 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..verify.verdict import figure_specs
-from .figures import has_plot_content, single_value
+from .figures import has_plot_content, single_value, spec_problem
 
 __all__ = ["VERDICT_COLORS", "VERDICT_ORDER", "Paragraph", "Code", "Plot", "Table", "ClaimEntry", "ClaimLine",
            "RunSummary", "claim_entry", "entries_of", "with_evidence_shown", "run_summary", "format_value", "anchor",
-           "verify_command", "replay_code", "REPLAY"]
+           "verify_command", "replay_code", "REPLAY", "shortened", "SHOWN_TEXT"]
 
 VERDICT_COLORS = {
     "holds": "#8fd19e",
@@ -44,6 +44,22 @@ VERDICT_ORDER = ("error", "violated", "rate-inconsistent", "vacuous", "unsatisfi
 ESSENTIAL_ASSUMPTIONS = 3  # assumption rows always shown: every failing one, then the tightest up to this many
 ESSENTIAL_EVIDENCE = 24  # evidence always shown: the claim's first quantities (it lists the deciding ones first)
 _COMMAND_DETAILS = ("replay",)  # details that are commands: shown as code, not as a table cell
+# Characters of one text a report prints (a paragraph, a table cell, a traceback) and of a
+# figure's text (a title, a label, a note): a run's file may hold 100,000 (cflbounds/_schemas.py),
+# which would take a claim 80 pages and minutes to print. Real ones: 1,300 and 300 at most.
+SHOWN_TEXT = 10_000
+SHOWN_FIGURE_TEXT = 1_000
+_FIGURE_TEXTS = ("title", "note", "caption", "xlabel", "ylabel", "colorbar", "nonfinite_label")
+
+
+def shortened(text, limit: int = SHOWN_TEXT, keep_end: bool = False) -> str:
+    """``text`` as a report prints it: whole up to ``limit`` characters, else its first (with
+    ``keep_end``, its last: a traceback's) ``limit`` and how many more the run's file holds."""
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    cut = f"… ({len(text) - limit} more characters in the run's file)"
+    return f"{cut}\n{text[-limit:]}" if keep_end else f"{text[:limit]} {cut}"
 
 
 @dataclass(frozen=True)
@@ -54,13 +70,19 @@ class Paragraph:
     role: str = "body"
     optional: bool = False
 
+    def __post_init__(self):
+        object.__setattr__(self, "text", shortened(self.text))
+
 
 @dataclass(frozen=True)
 class Code:
-    """Monospace text to copy or read as is: a command, a traceback."""
+    """Monospace text to copy or read as is: a command, a traceback (its end kept)."""
     text: str
     title: str = ""
     optional: bool = False
+
+    def __post_init__(self):
+        object.__setattr__(self, "text", shortened(self.text, keep_end=True))
 
 
 @dataclass(frozen=True)
@@ -88,6 +110,9 @@ class Table:
     optional: bool = False
     fold_after: int = 8
 
+    def __post_init__(self):
+        object.__setattr__(self, "rows", [[shortened(cell) for cell in row] for row in self.rows])
+
 
 @dataclass(frozen=True)
 class ClaimEntry:
@@ -110,6 +135,9 @@ class ClaimLine:
     headline: str
     paper: str
     anchor: str
+
+    def __post_init__(self):
+        object.__setattr__(self, "headline", shortened(self.headline, SHOWN_FIGURE_TEXT))
 
 
 @dataclass(frozen=True)
@@ -169,7 +197,7 @@ def replay_code(text) -> str | None:
     (shown as text, with no copy button)."""
     prefix = " ".join(REPLAY) + " "
     text = str(text)
-    if not text.startswith(prefix) or "\n" in text:
+    if not text.startswith(prefix) or "\n" in text or len(text) > SHOWN_TEXT:
         return None
     rest = text[len(prefix):]
     try:
@@ -227,9 +255,15 @@ def _figure_blocks(specs: list[dict]) -> list:
     """The deciding figure (the first spec), then the others as optional; a spec's
     ``"caption"`` goes under its figure, and one marked ``"beside"`` beside the figure before
     it (:attr:`Plot.beside`: essential with it); a bar chart whose bars all have one value is
-    said in a sentence instead of drawn."""
+    said in a sentence instead of drawn, and a spec that cannot be drawn (:func:`.figures.spec_problem`:
+    a crafted or damaged file) says why instead."""
     blocks = []
-    for index, spec in enumerate(s for s in specs if has_plot_content(s)):
+    for index, spec in enumerate(_readable(s) for s in specs if has_plot_content(s)):
+        problem = spec_problem(spec)
+        if problem:  # a run's file that the figure cannot be drawn from: said where the figure would be
+            blocks.append(Paragraph(f"{spec.get('title') or 'Figure'} — not drawn: {problem}.", role="muted",
+                                    optional=index > 0))
+            continue
         value = single_value(spec)
         if value is None and spec.get("beside") and blocks and isinstance(blocks[-1], Plot) \
                 and blocks[-1].beside is None:
@@ -247,6 +281,16 @@ def _figure_blocks(specs: list[dict]) -> list:
                 + (f"; failing: {', '.join(failing)}" if failing else "") + ".")
         blocks.append(Paragraph(text, role="muted", optional=index > 0))
     return blocks
+
+
+def _readable(spec: dict) -> dict:
+    """``spec`` with its texts (title, note, labels) shortened to :data:`SHOWN_FIGURE_TEXT`."""
+    def texts(item: dict) -> dict:
+        return {**item, **{key: shortened(item[key], SHOWN_FIGURE_TEXT) for key in (*_FIGURE_TEXTS, "label")
+                           if isinstance(item.get(key), str)}}
+
+    return {**texts(spec), **{key: [texts(item) if isinstance(item, dict) else item for item in spec[key]]
+                              for key in ("series", "reference") if isinstance(spec.get(key), list)}}
 
 
 def _error_blocks(details: dict) -> list:
