@@ -142,26 +142,26 @@ def read_json(path, schema: dict, *, what: str, limit: int = MAX_FILE_BYTES):
     return data
 
 
-_VALIDATORS: dict = {}  # id(schema) -> (schema, its compiled validator): each schema is compiled once
+_VALIDATORS: dict = {}  # id(schema) -> (schema, its compiled validator, the exception it raises): compiled once
 
 
-def _validator(schema: dict):
+def _validator(schema: dict) -> tuple:
     if id(schema) not in _VALIDATORS:
         import fastjsonschema
 
         formats = {name: accepts for name, (accepts, _) in FORMATS.items()}
-        _VALIDATORS[id(schema)] = (schema, fastjsonschema.compile(schema, formats=formats))
-    return _VALIDATORS[id(schema)][1]
+        _VALIDATORS[id(schema)] = (schema, fastjsonschema.compile(schema, formats=formats),
+                                   fastjsonschema.JsonSchemaValueException)
+    return _VALIDATORS[id(schema)][1:]
 
 
 def schema_problem(data, schema: dict) -> str | None:
     """What is wrong with ``data`` under ``schema`` (one of :mod:`cflbounds._schemas`' files) as
     ``field: problem`` (the first error the validator meets), or None."""
-    from fastjsonschema import JsonSchemaValueException
-
+    validate, invalid = _validator(schema)
     try:
-        _validator(schema)(data)
-    except JsonSchemaValueException as error:
+        validate(data)
+    except invalid as error:  # the class of the fastjsonschema that compiled it (a test may import it afresh)
         where = _where(data, error.name)
         return f"{where}: {_problem(error)}" if where else _problem(error)
     return None

@@ -137,7 +137,10 @@ def _replay(args) -> int:
         raise InvalidParameterError("The '--replay' option replays one file, here: it takes no claim IDs, --budget, "
                                     "--evaluations, --out, --resume, --overwrite, --executor or --address.")
     record = read_counterexample(args.replay)
-    domain = replay_domain(record)  # the claim, its domain and the point checked: a bad file is exit 2
+    try:
+        domain = replay_domain(record)  # the claim, its domain and the point checked: a bad file is exit 2
+    except InvalidParameterError as error:  # the file's claim or point: the file is named
+        raise InvalidParameterError(f"{args.replay}: {error}") from None
     target = _check_emit_target(args.emit_test) if args.emit_test else None
     try:
         instance = replay_counterexample(record, device=str(resolve_device(args.device)))
