@@ -46,7 +46,7 @@ ESSENTIAL_EVIDENCE = 24  # evidence always shown: the claim's first quantities (
 _COMMAND_DETAILS = ("replay",)  # details that are commands: shown as code, not as a table cell
 # Characters of one text a report prints (a paragraph, a table cell, a traceback) and of a
 # figure's text (a title, a label, a note): a run's file may hold 100,000 (cflbounds/_schemas.py),
-# which would take a claim 80 pages and minutes to print. Real ones: 1,300 and 300 at most.
+# which would take a claim 80 pages and minutes to print. A default run's longest: 1,886.
 SHOWN_TEXT = 10_000
 SHOWN_FIGURE_TEXT = 1_000
 _FIGURE_TEXTS = ("title", "note", "caption", "xlabel", "ylabel", "colorbar", "nonfinite_label")
