@@ -15,6 +15,7 @@ import json
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 
@@ -64,21 +65,13 @@ def fresh(tmp_path: Path) -> Path:
     return Path(tempfile.mkdtemp(dir=tmp_path))
 
 
-@given(content=file_contents(VERDICTS_FILE))
+@pytest.mark.parametrize("name, schema", [("verdicts.json", VERDICTS_FILE), ("falsify.json", FALSIFY_FILE)])
+@given(data=st.data())
 @FUZZ
-def test_report_of_a_fuzzed_verdicts_json(capsys, tmp_path, content):
+def test_report_of_a_fuzzed_run_file(capsys, tmp_path, name, schema, data):
     directory = fresh(tmp_path)
-    (directory / "verdicts.json").write_bytes(content)
-    if outcome(capsys, ["report", directory], directory / "verdicts.json") == 0:
-        assert (directory / "report.pdf").stat().st_size > 0 and (directory / "report.html").stat().st_size > 0
-
-
-@given(content=file_contents(FALSIFY_FILE))
-@FUZZ
-def test_report_of_a_fuzzed_falsify_json(capsys, tmp_path, content):
-    directory = fresh(tmp_path)
-    (directory / "falsify.json").write_bytes(content)
-    if outcome(capsys, ["report", directory], directory / "falsify.json") == 0:
+    (directory / name).write_bytes(data.draw(file_contents(schema), label=name))
+    if outcome(capsys, ["report", directory], directory / name) == 0:
         assert (directory / "report.pdf").stat().st_size > 0 and (directory / "report.html").stat().st_size > 0
 
 
