@@ -17,7 +17,7 @@ import torch
 from hypothesis import settings
 
 from cflbounds._threads import ThreadGovernor
-from cflbounds.verify import registry
+from cflbounds.verify import registry, workers
 
 # A test states its count for the deterministic profile; a profile's max_examples over
 # Hypothesis's default (100) scales every test's count.
@@ -173,9 +173,13 @@ def two_threads():
 
 @pytest.fixture
 def plugins(monkeypatch):
-    """Install fake entry points beside the real ones: ``plugins(point, ...)``."""
+    """Install fake entry points beside the real ones: ``plugins(point, ...)``. They exist in this
+    process only, so the commands run claims here (``--isolation none``) unless a test asks for
+    worker processes, which find claims among the installed plugins (cflbounds.verify.workers;
+    tests/test_isolation.py installs a real plugin package for them)."""
     def install(*points):
         monkeypatch.setattr(registry, "entry_points", lambda group: [*REAL_ENTRY_POINTS(group=group), *points])
+        monkeypatch.setattr(workers, "DEFAULT_ISOLATION", "none")
         registry.reload()
 
     yield install

@@ -78,8 +78,8 @@ def test_claims_json_lists_every_catalog_id(capsys):
     assert not missing, f"claims missing from `cflbounds claims`: {missing}"
     for row in rows:
         assert row["status"] in ("implemented", "not implemented") and row["statement"]
-        assert row["paper"] == CLAIMS[row["id"]].paper and row["paper"] in {"IFCA", "CFL-MGD", "FedCluster",
-                                                                             "LCFL", "DSC"}
+        assert row["paper"] == CLAIMS[row["id"]].paper and row["paper"] in {
+            "IFCA", "CFL-MGD", "FedCluster", "LCFL", "DSC", "FedAvg", "LocalGD", "SCAFFOLD", "FedProx", "CFL"}
         assert row["package"] == "cflbounds" and row["reference"]  # the papers come through the entry point too
     implemented = {row["id"] for row in rows if row["status"] == "implemented"}
     assert {"IFCA.A2", "IFCA.T1", "IFCA.T2c", "IFCA.C1", "IFCA.F2"} <= implemented
@@ -483,7 +483,7 @@ def test_verify_strict_exits_1_on_a_planted_violation(capsys, tmp_path, monkeypa
     true_factor = bounds.theorem2_contraction
     monkeypatch.setattr(ifca_checks.bounds, "theorem2_contraction", lambda p, lam, L: 0.5 * true_factor(p, lam, L))
     code, out, _ = run(capsys, "verify", "IFCA.T2c", "--scale", "smoke", "--device", "cpu", "--out", tmp_path,
-                       "--strict", "--json")
+                       "--strict", "--json", "--isolation", "none")  # the planted factor is in this process
     assert code == 1
     assert json.loads(out)["verdicts"][0]["verdict"] == "violated"
 
@@ -493,10 +493,12 @@ def test_verify_strict_only_changes_the_exit_code(capsys, tmp_path, monkeypatch)
     only with --strict. Unplanted, --strict exits 0."""
     code, out, _ = run(capsys, "verify", "IFCA.A2", "--scale", "smoke", "--out", tmp_path / "ok", "--strict", "--json")
     assert code == 0 and json.loads(out)["verdicts"][0]["verdict"] == "holds"
-    monkeypatch.setattr(ifca_checks, "RADIUS", 2.0)
-    code, out, _ = run(capsys, "verify", "IFCA.A2", "--scale", "smoke", "--out", tmp_path / "lax", "--json")
+    monkeypatch.setattr(ifca_checks, "RADIUS", 2.0)  # in this process: the claims run here (--isolation none)
+    code, out, _ = run(capsys, "verify", "IFCA.A2", "--scale", "smoke", "--out", tmp_path / "lax", "--json",
+                       "--isolation", "none")
     assert code == 0 and json.loads(out)["verdicts"][0]["verdict"] == "violated"
-    code, _, _ = run(capsys, "verify", "IFCA.A2", "--scale", "smoke", "--out", tmp_path / "strict", "--strict")
+    code, _, _ = run(capsys, "verify", "IFCA.A2", "--scale", "smoke", "--out", tmp_path / "strict", "--strict",
+                     "--isolation", "none")
     assert code == 1
 
 

@@ -85,7 +85,7 @@ def heavy(monkeypatch, tmp_path) -> list[str]:
         calls.append("run_cells")
         return {"computed": len(cell_list), "skipped": 0, "runs": 0, "seconds": 0.0}
 
-    def check(claim_id, context, raise_errors=False, search=None):
+    def check(claim_id, context, raise_errors=False, search=None, timeout=None):
         calls.append("check")
         return Verdict(claim_id, "holds", {}, context.seed, 1, 0.95), {}
 
@@ -98,7 +98,8 @@ def heavy(monkeypatch, tmp_path) -> list[str]:
         return Path(directory) / "report.pdf"
 
     monkeypatch.setattr(executors, "run_cells", cells)
-    monkeypatch.setattr(verify_run, "_check", check)
+    monkeypatch.setattr(verify_run, "check_claim", check)
+    monkeypatch.setattr(verify_run, "_checks_in_workers", verify_run._checks_here)  # each claim's process is work too
     # --executor ray: joining or starting Ray is work too; the claims then run here, recorded
     monkeypatch.setattr(ray_cluster, "connect", lambda address=None: calls.append("connect"))
     monkeypatch.setattr(verify_run, "_checks_on_ray", verify_run._checks_here)

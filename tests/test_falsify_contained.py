@@ -8,6 +8,7 @@ from __future__ import annotations
 import inspect
 import json
 import math
+import signal
 from pathlib import Path
 
 import pytest
@@ -145,13 +146,22 @@ def test_raise_re_raises_the_first_failure_as_it_is_after_the_claims_before_it(b
     assert [result["id"] for result in written["results"]] == [GOOD]  # the claim before it; none after
 
 
-def test_an_interrupt_is_never_contained(plugins, capsys, tmp_path):
+def test_the_users_interrupt_is_never_contained_and_a_claims_own_is(plugins, capsys, tmp_path):
+    """A SIGINT (the user's Ctrl-C) during an evaluation stops the run (130); a KeyboardInterrupt
+    the evaluation raises itself is that claim's error (3), never taken for the user's key."""
     def interrupted(points, seeds, ctx):
+        signal.raise_signal(signal.SIGINT)
+
+    def raises_it(points, seeds, ctx):
         raise KeyboardInterrupt
 
-    plugins(FakeEntryPoint("p", "p", [Claim("BROKEN.STOP", "stopped", bound=_one,
-                                            domain=Domain([Parameter("x", 0.0, 1.0)], interrupted))]))
-    assert main(["falsify", "BROKEN.STOP", "--evaluations", "10", "--out", str(tmp_path)]) == 130
+    plugins(FakeEntryPoint("p", "p", [Claim(f"BROKEN.{name}", "stopped", bound=_one,
+                                            domain=Domain([Parameter("x", 0.0, 1.0)], evaluate))
+                                      for name, evaluate in (("STOP", interrupted), ("RAISES-KI", raises_it))]))
+    assert main(["falsify", "BROKEN.STOP", "--evaluations", "10", "--out", str(tmp_path / "user")]) == 130
+    assert main(["falsify", "BROKEN.RAISES-KI", "--evaluations", "10", "--out", str(tmp_path / "own"), "--json"]) == 3
+    (result,) = json.loads(capsys.readouterr().out)["results"]
+    assert result["outcome"] == "error" and "KeyboardInterrupt" in result["summary"]
 
 
 @pytest.mark.parametrize("claim_id, words", [

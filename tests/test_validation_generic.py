@@ -13,6 +13,7 @@ import pkgutil
 
 import numpy as np
 import pytest
+from test_bounds_catalogue import VALID as CATALOGUE_BOUNDS
 from test_bounds_ifca import VALID as IFCA_BOUNDS
 from test_cfl_mgd_bounds import VALID as MGD_BOUNDS
 from test_cfl_mgd_logistic_mixture import VALID as LOGISTIC_MIXTURE
@@ -24,6 +25,8 @@ from cflbounds.synthetic import (label_mixture, make_bounded_linear_clusters, ma
                                  make_digit_clients, make_logistic_mixture, make_mixed_linear_regression,
                                  make_nonconvex_federation, make_partition, make_quadratic_federation,
                                  make_wireless_layout, upload_noise_variance)
+from cflbounds.synthetic.heterogeneous_logistic import make_heterogeneous_logistic
+from cflbounds.synthetic.heterogeneous_quadratics import make_heterogeneous_quadratics
 from cflbounds.synthetic.partitions import similarity_order
 from cflbounds.synthetic.wireless import layout_from_positions
 from cflbounds.verify.testing import assert_rejected, invalid_calls
@@ -63,13 +66,16 @@ VALID = {
     make_partition: dict(features=np.arange(12.0).reshape(6, 2), clusters=2),
     similarity_order: dict(features=np.arange(12.0).reshape(6, 2)),
     make_quadratic_federation: dict(clients=4, d=3),
+    make_heterogeneous_quadratics: dict(clients=3, d=2),
+    make_heterogeneous_logistic: dict(k=2, clients=4, n=5, d=2),
     label_mixture: dict(labels=make_quadratic_federation(3, 2, clusters=1, noise_std=0.0),
                         label_counts=[[1, 2, 0], [0, 1, 1]]),
     make_wireless_layout: dict(clients=5),
     layout_from_positions: dict(positions=[[10.0, 0.0], [0.0, 20.0], [-5.0, -5.0]]),
     upload_noise_variance: dict(snr=np.array([1e-4, 1e-6]), noise_scale=10.0),
 }
-ELSEWHERE = {**IFCA_BOUNDS, **MGD_BOUNDS, **PEP, **DSC_BOUNDS, make_logistic_mixture: LOGISTIC_MIXTURE}
+ELSEWHERE = {**IFCA_BOUNDS, **MGD_BOUNDS, **PEP, **DSC_BOUNDS, **CATALOGUE_BOUNDS,
+             make_logistic_mixture: LOGISTIC_MIXTURE}
 
 
 def _validated_public_functions(*subpackages) -> set:

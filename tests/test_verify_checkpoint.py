@@ -1,5 +1,6 @@
 """ctx.checkpoint: a long claim's finished configurations kept on disk, results unchanged."""
 import importlib
+import signal
 
 import pandas as pd
 import pytest
@@ -40,15 +41,15 @@ def test_without_a_run_directory_nothing_is_written(tmp_path, monkeypatch):
 
 
 class StopAfter:
-    """Wraps run_set: counts the configurations computed and stops the run (as Ctrl-C would)
-    when asked to compute configuration number ``limit + 1``."""
+    """Wraps run_set: counts the configurations computed and stops the run with the user's
+    Ctrl-C (a SIGINT) when asked to compute configuration number ``limit + 1``."""
 
     def __init__(self, run_set, limit=None):
         self.run_set, self.limit, self.calls = run_set, limit, 0
 
     def __call__(self, *args, **kwargs):
         if self.limit is not None and self.calls == self.limit:
-            raise KeyboardInterrupt
+            signal.raise_signal(signal.SIGINT)
         self.calls += 1
         return self.run_set(*args, **kwargs)
 

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from cflbounds.cli import main
-from cflbounds.verify import registry
+from cflbounds.verify import registry, workers
 
 CLAIMS = ["IFCA.A2", "LCFL.E8", "IFCA.A1", "LCFL.E9"]  # smoke scale: about a second in all, three save tables
 SMOKE = ["--scale", "smoke", "--device", "cpu", "--threads", "1"]
@@ -24,7 +24,10 @@ def verify(*argv):
 
 
 def replace_check(monkeypatch, claim_id, check):
+    """``claim_id`` checked by ``check`` in this process: the commands run claims here, where the
+    replacement is (worker processes find the installed plugins' claims)."""
     monkeypatch.setitem(registry.CLAIMS, claim_id, dataclasses.replace(registry.CLAIMS[claim_id], check=check))
+    monkeypatch.setattr(workers, "DEFAULT_ISOLATION", "none")
 
 
 def record(directory):
@@ -76,8 +79,8 @@ def test_an_interrupted_run_keeps_its_verdicts_and_resume_completes_it(tmp_path,
                                                                        uninterrupted):
     out = tmp_path / "run"
 
-    def interrupt(ctx):
-        raise KeyboardInterrupt
+    def interrupt(ctx):  # the user's Ctrl-C while IFCA.A1 runs (a KeyboardInterrupt the claim raised is its error)
+        signal.raise_signal(signal.SIGINT)
 
     replace_check(monkeypatch, "IFCA.A1", interrupt)
     assert verify("--out", out) == 130
@@ -102,7 +105,7 @@ def test_an_interrupted_run_keeps_its_verdicts_and_resume_completes_it(tmp_path,
 KILLABLE = textwrap.dedent("""
     import dataclasses, sys, time
     from cflbounds.cli import main
-    from cflbounds.verify import registry
+    from cflbounds.verify import registry, workers
 
     def hang(ctx):  # the claim in flight when the process is killed
         while True:

@@ -121,21 +121,20 @@ def test_placeholders_match_numbers_only():
 def test_save_table_adds_the_keys_and_leaves_the_frame_alone():
     context = VerifyContext(seed=9)
     frame = pd.DataFrame({"x": [1.0, 2.0]}, index=[7, 7])  # a repeated index must not matter
-    with context.checking("X.1") as saved:
-        context.save_table("x_table", frame)
+    claim = context.for_claim("X.1")
+    claim.save_table("x_table", frame)
+    saved = claim.claim_tables
     assert list(frame.columns) == ["x"]
     assert saved["x_table"].to_dict("list") == {"claim": ["X.1", "X.1"], "run_seed": [9, 9], "x": [1.0, 2.0]}
-    assert context.tables["x_table"] is saved["x_table"] and context.claim is None
+    assert context.tables["x_table"] is saved["x_table"] and context.claim is None and context.claim_tables == {}
 
 
 def test_a_table_name_belongs_to_one_claim_and_keys_are_not_overwritten():
     """A second claim saving a name already taken keeps its table as name@ID (two plugins may
     pick one name: tests/test_containment.py); the first one's is untouched."""
     context = VerifyContext()
-    with context.checking("X.1"):
-        assert context.save_table("shared_name", pd.DataFrame({"x": [1]})) == "shared_name"
-    with context.checking("X.2"):
-        assert context.save_table("shared_name", pd.DataFrame({"x": [2]})) == "shared_name@X.2"
+    assert context.for_claim("X.1").save_table("shared_name", pd.DataFrame({"x": [1]})) == "shared_name"
+    assert context.for_claim("X.2").save_table("shared_name", pd.DataFrame({"x": [2]})) == "shared_name@X.2"
     assert context.tables["shared_name"]["x"].tolist() == [1] and context.tables["shared_name@X.2"]["x"].tolist() == [2]
-    with context.checking("X.2"), pytest.raises(ValueError, match="run_seed"):
-        context.save_table("own_name", pd.DataFrame({"run_seed": [2]}))
+    with pytest.raises(ValueError, match="run_seed"):
+        context.for_claim("X.2").save_table("own_name", pd.DataFrame({"run_seed": [2]}))

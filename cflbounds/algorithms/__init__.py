@@ -4,6 +4,8 @@ from .baselines import fedavg, local_training
 from .cfl_mgd import cfl_mgd
 from .dsc import DescentTrace, Hierarchy, hierarchical_descent, hierarchy
 from .dsc_grouping import Grouping, dsc_grouping
+from .client_sampling import SCHEMES
+from .fedavg_noniid import fedavg_noniid
 from .fedcluster import FedClusterTrace, fedcluster
 from .federated import (
     FederatedTrace,
@@ -19,7 +21,11 @@ from .federated import (
 )
 from .ifca import SlotView, ifca
 from .ifca_models import IfcaModelsTrace, ifca_models
+from .iterate_trace import IterateTrace, MeasuredConstant, measured_gradient_bound
 from .lcfl import LcflTrace, lcfl
+from .local_gd import local_gd
+from .local_updates import DecayingStep, paper_step
+from .scaffold import fedavg_two_steps, scaffold
 from .small_models import MLP, BoundedLinear, SoftmaxRegression, initial_parameters
 from .trace import ClusteringTrace, matched_distances
 
@@ -59,4 +65,14 @@ __all__ = [
     "DescentTrace",
     "fedcluster",
     "FedClusterTrace",
+    "fedavg_noniid",
+    "SCHEMES",
+    "fedavg_two_steps",
+    "scaffold",
+    "local_gd",
+    "DecayingStep",
+    "paper_step",
+    "IterateTrace",
+    "MeasuredConstant",
+    "measured_gradient_bound",
 ]

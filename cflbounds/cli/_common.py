@@ -10,7 +10,8 @@ import textwrap
 from .._validation import InvalidParameterError
 
 __all__ = ["Parser", "UsageError", "Once", "csv", "table", "terminal_width", "set_threads", "add_executor_options",
-           "check_executor_options", "start_executor", "exit_status", "EXIT_VIOLATED", "EXIT_ERROR"]
+           "add_containment_options", "check_executor_options", "claim_timeout", "isolation", "start_executor",
+           "exit_status", "EXIT_VIOLATED", "EXIT_ERROR"]
 
 EXIT_VIOLATED = 1  # a claim was violated and --strict was given
 EXIT_ERROR = 3  # a claim's own code failed: its verdict (outcome) is 'error'
@@ -188,6 +189,36 @@ def set_threads(threads):
     from .._threads import ThreadGovernor
 
     return ThreadGovernor(threads)
+
+
+def add_containment_options(add_argument, default_timeout: str) -> None:
+    """``--isolation`` and ``--claim-timeout`` on a subcommand that runs claims' code
+    (``add_argument``: its parser's); ``default_timeout`` says the limit when none is given."""
+    add_argument("--isolation", choices=("process", "none"), default=None,
+                 help="where each claim's own code runs: process = a worker process of its own, so that an exit, a "
+                      "hang, a changed directory, a patched module or its prints stay with it (default); none = in "
+                      "this process, a little faster and what --raise and a debugger need; a claim's settings are "
+                      "read-only and its prints go to stderr in both")
+    add_argument("--claim-timeout", type=non_negative(float), metavar="SECONDS",
+                 help="seconds a claim may take before it is stopped and given the verdict 'error' (timed out), "
+                      f"the run going on with the others; 0: no limit (default: {default_timeout})")
+
+
+def isolation(chosen: str | None, raise_errors: bool) -> str:
+    """Where claims run: ``--isolation`` as ``chosen`` (None when not given), the default
+    otherwise, except that ``--raise`` needs them in this process."""
+    from ..verify.workers import DEFAULT_ISOLATION
+
+    if chosen == "process" and raise_errors:
+        raise InvalidParameterError("The '--raise' option needs the claims in this process: give --isolation none "
+                                    "or leave --isolation out.")
+    return chosen or ("none" if raise_errors else DEFAULT_ISOLATION)
+
+
+def claim_timeout(args, default: float) -> float | None:
+    """``--claim-timeout`` in seconds (``default`` when not given), None for no limit."""
+    seconds = default if args.claim_timeout is None else args.claim_timeout
+    return seconds or None
 
 
 def add_executor_options(add_argument, runs: str) -> None:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from .._files import writable_directory
 from .._validation import InvalidParameterError
-from ._common import (EXIT_ERROR, MAX_EVALUATIONS, MAX_SECONDS, THREADS_HELP, add_executor_options,
-                      check_executor_options, check_seed, exit_status, non_negative, start_executor, table,
-                      thread_count)
+from ._common import (EXIT_ERROR, MAX_EVALUATIONS, MAX_SECONDS, THREADS_HELP, add_containment_options,
+                      add_executor_options, check_executor_options, check_seed, claim_timeout, exit_status, isolation,
+                      non_negative, start_executor, table, thread_count)
 
 __all__ = ["add_parser", "run"]
 
@@ -59,6 +59,7 @@ def _epilog() -> str:
 
 def add_parser(commands) -> None:
     from ..falsify import DEFAULT_BUDGET
+    from ..falsify.run import EVALUATIONS_TIMEOUT, MINIMUM_TIMEOUT, TIMEOUT_FACTOR
 
     parser = commands.add_parser("falsify", allow_abbrev=False,
                                  help="search each claim's admissible domain for its worst case (a counterexample)",
@@ -115,6 +116,8 @@ def add_parser(commands) -> None:
                              "that exception with its full traceback (for a plugin's author, or a debugger's "
                              "post-mortem), instead of recording outcome 'error' and going on with the other claims")
     parser.add_argument("--threads", type=thread_count, default="auto", metavar="auto|N", help=THREADS_HELP)
+    add_containment_options(parser.add_argument, default_timeout=f"{TIMEOUT_FACTOR:g} times --budget, at least "
+                            f"{MINIMUM_TIMEOUT:g}; {EVALUATIONS_TIMEOUT:g} with --evaluations")
 
 
 def _check_emit_target(path: str) -> Path:
@@ -200,20 +203,22 @@ def _searches(ids: list[str], settings: dict, args, spend: str):
     """Each claim's falsify result: one after the other here, or every claim a Ray task at once
     (yielded as they finish). A claim's own failure is its result (outcome ``error``) on either
     executor; with ``--raise`` it propagates instead."""
-    from ..falsify import falsify_claim
+    from ..falsify.run import default_timeout, falsify_claim, falsify_in_worker
 
     settings = {**settings, "contain": not args.raise_first}
+    limit = claim_timeout(args, default_timeout(settings["budget"]))
     if args.executor == "ray":
         from ..sweeps.ray_cluster import as_finished, connect, submitter
 
         ray = connect()
         submit = submitter(ray, falsify_claim, settings["device"])
         print(f"falsify {', '.join(ids)}: {spend} each, as Ray tasks ...", file=sys.stderr, flush=True)
-        yield from (result for _, result in as_finished(ray, {submit(i, **settings): i for i in ids}))
+        yield from (result for _, result in as_finished(ray, {submit(i, **settings, timeout=limit): i for i in ids}))
         return
+    here = isolation(args.isolation, args.raise_first) == "none"
     for claim_id in ids:
         print(f"falsify {claim_id}: {spend} ...", file=sys.stderr, flush=True)
-        yield falsify_claim(claim_id, **settings)
+        yield (falsify_claim if here else falsify_in_worker)(claim_id, **settings, timeout=limit)
         if args.thread_governor is not None:
             args.thread_governor.adjust()
 
@@ -240,6 +245,7 @@ def run(args) -> int:
     device = str(resolve_device(args.device))
     budget = None if args.evaluations else (args.budget or DEFAULT_BUDGET)
     check_executor_options(args)
+    isolation(args.isolation, args.raise_first)  # refused before any work
     out = Path("reports") / datetime.now().strftime("falsify-%Y%m%d-%H%M%S") if args.out is None else args.out
     record = FalsifyRecord.open(out, {"command": args.argv, "seed": args.seed, "budget_seconds": budget,
                                       "max_evaluations": args.evaluations, "confidence": args.confidence,

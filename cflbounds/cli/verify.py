@@ -9,8 +9,9 @@ from datetime import datetime
 from pathlib import Path
 
 from .._validation import InvalidParameterError
-from ._common import (MAX_EVALUATIONS, MAX_SECONDS, THREADS_HELP, add_executor_options, check_executor_options,
-                      check_seed, exit_status, non_negative, start_executor, table, thread_count)
+from ._common import (MAX_EVALUATIONS, MAX_SECONDS, THREADS_HELP, add_containment_options, add_executor_options,
+                      check_executor_options, check_seed, claim_timeout, exit_status, isolation, non_negative,
+                      start_executor, table, thread_count)
 
 __all__ = ["add_parser", "run"]
 
@@ -49,6 +50,7 @@ def _cost_epilog() -> str:
 
 def add_parser(commands) -> None:
     from ..verify.context import SCALES
+    from ..verify.run import CLAIM_TIMEOUTS
 
     verify = commands.add_parser(
         "verify", allow_abbrev=False, help="check claims against measurements (the main job)",
@@ -99,8 +101,10 @@ def add_parser(commands) -> None:
     verify.add_argument("--raise", dest="raise_errors", action="store_true",
                         help="stop at the first claim whose own code (check or bound) raises, with its traceback, "
                              "instead of giving it the verdict 'error' and checking the others (for a plugin "
-                             "author; nothing of that claim is written)")
+                             "author; nothing of that claim is written; the claims run in this process)")
     verify.add_argument("--threads", type=thread_count, default="auto", metavar="auto|N", help=THREADS_HELP)
+    add_containment_options(verify.add_argument, default_timeout=", ".join(
+        f"{scale} {seconds:g}" for scale, seconds in CLAIM_TIMEOUTS.items()) + " by scale")
 
 
 
@@ -141,7 +145,7 @@ def run(args) -> int:
     from ..verify.checkpoints import check_checkpoints
     from ..verify.progress import run_display
     from ..verify.record import RunRecord
-    from ..verify.run import expand_claim_ids, implemented_claims, verify_claims
+    from ..verify.run import CLAIM_TIMEOUTS, expand_claim_ids, implemented_claims, verify_claims
 
     # everything is checked before any work starts (and before --out is created)
     check_seed(args.seed)
@@ -151,6 +155,7 @@ def run(args) -> int:
         check_checkpoints(args.out)
     ids = expand_claim_ids(args.ids) if args.ids else implemented_claims()
     check_executor_options(args)
+    where, limit = isolation(args.isolation, args.raise_errors), claim_timeout(args, CLAIM_TIMEOUTS[args.scale])
     out = Path("reports") / datetime.now().strftime("%Y%m%d-%H%M%S") if args.out is None else args.out
     context = VerifyContext(scale=args.scale, seed=args.seed, device=str(resolve_device(args.device)),
                             executor=args.executor, workdir=out)
@@ -161,14 +166,14 @@ def run(args) -> int:
         verify_claims(ids, context, skip=[claim for claim in ids if record.done(claim)],
                       on_verdict=_between_claims(record, args.thread_governor),
                       display=run_display(costs=claim_costs(args.scale)), raise_errors=args.raise_errors,
-                      search=search)
+                      search=search, isolation=where, timeout=limit)
     except KeyboardInterrupt:
         print(f"cflbounds: interrupted; the {len(record.verdicts)} finished verdicts are kept in {record.path} "
               f"(continue with the same options and --resume --out {record.directory})", file=sys.stderr)
         return 130
     if args.executor == "ray":  # claims finished in any order; the record lists them as asked
         record.arrange(ids)
-    record.finish(threads_used=args.thread_governor.chosen)
+    record.finish(threads_used=args.thread_governor.chosen, isolation=where, claim_timeout=limit)
     report = write_report(record.directory)
     verdicts = list(record.verdicts.values())
     if args.json:

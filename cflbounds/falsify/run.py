@@ -38,6 +38,7 @@ the caller goes on with the other claims. ``KeyboardInterrupt`` is never contain
 """
 from __future__ import annotations
 
+import json
 import math
 import time
 from dataclasses import asdict
@@ -47,15 +48,22 @@ from ..verify.context import VerifyContext
 from ..verify.contract import checked_evaluate
 from ..verify.domain import format_against, format_ratio
 from ..verify.failure import CONTAINED, ClaimFailure, ContractError, declaring_root, describe_failure, mark_raised
+from ..verify.guards import ClaimTimeout, guarded, user_interrupted
 from ..verify.registry import get_claim
+from ..verify.verdict import json_safe
+from ..verify.workers import WorkerFailure, run_in_worker
 from .confirm import Confirmation, confirm
 from .search import SearchResult, search
 from .shrink import keeps_strength, shrink
 
 __all__ = ["DEFAULT_BUDGET", "OUTCOMES", "claim_failure", "confirmed_ratio_text", "falsify_claim", "falsify_domain",
-           "falsifiable_claim", "search_trace"]
+           "default_timeout", "falsify_in_worker", "falsifiable_claim", "search_trace"]
 
 DEFAULT_BUDGET = 120.0  # seconds of search per claim; shrinking and confirming come on top
+# The time limit of a claim's whole falsify run unless --claim-timeout gives one: its budget
+# with room for shrinking and confirming (a few hundred evaluations of the claim), or an hour
+# when the search is counted in evaluations.
+TIMEOUT_FACTOR, MINIMUM_TIMEOUT, EVALUATIONS_TIMEOUT = 5.0, 600.0, 3600.0
 OUTCOMES = ("violated", "no counterexample found", "error")
 
 
@@ -92,27 +100,32 @@ def search_trace(found: SearchResult, rule: str) -> dict:
 
 def falsify_claim(claim_id: str, *, seed: int = 0, budget: float | None = DEFAULT_BUDGET,
                   max_evaluations: int | None = None, device: str = "cpu", confidence: float = 0.95,
-                  contain: bool = True) -> dict:
+                  contain: bool = True, timeout: float | None = None) -> dict:
     """Search, shrink and confirm the registered claim ``claim_id`` (module docstring); the
     result as a JSON-ready dict. With ``contain`` (the default) a failure of the claim's own code
-    is the result's outcome ``error``; without it the exception propagates (``falsify --raise``)."""
+    is the result's outcome ``error``; without it the exception propagates (``falsify --raise``).
+    ``timeout``: seconds the whole of it may take, the claim's code stopped then (in this
+    process: :func:`~cflbounds.verify.guards.guarded`; :func:`falsify_in_worker` runs it in a
+    process of its own)."""
     return falsify_domain(falsifiable_claim(claim_id).domain, claim_id=claim_id, seed=seed, budget=budget,
-                          max_evaluations=max_evaluations, device=device, confidence=confidence, contain=contain)
+                          max_evaluations=max_evaluations, device=device, confidence=confidence, contain=contain,
+                          timeout=timeout)
 
 
 def falsify_domain(domain, *, claim_id: str = "this claim", seed: int = 0, budget: float | None = DEFAULT_BUDGET,
                    max_evaluations: int | None = None, device: str = "cpu", confidence: float = 0.95,
-                   contain: bool = True) -> dict:
+                   contain: bool = True, timeout: float | None = None) -> dict:
     """:func:`falsify_claim` on a domain that no registered claim declares (yet): a plugin
     author's domain under test, or a benchmark's planted claim; ``claim_id`` names it."""
     started, found = time.monotonic(), SearchResult()
-    result = {"id": claim_id, "outcome": OUTCOMES[1], "best_ratio": math.nan, "evaluations": 0,
-              "seconds": math.nan, "seed": seed, "device": device, "rule": domain.rule, "counterexample": None,
-              "confirmation": None, "confirmed": None, "raw_best": None, "coverage": None, "error": None,
-              "search": {"budget_seconds": budget, "max_evaluations": max_evaluations}}
+    result = _empty_result(claim_id, seed=seed, budget=budget, max_evaluations=max_evaluations, device=device,
+                           rule=domain.rule)
     try:
-        _falsify(claim_id, domain, VerifyContext(seed=seed, device=device), found, result, confidence)
-    except CONTAINED as error:
+        with guarded(timeout):
+            _falsify(claim_id, domain, VerifyContext(seed=seed, device=device), found, result, confidence)
+    except (*CONTAINED, ClaimTimeout, KeyboardInterrupt) as error:
+        if isinstance(error, KeyboardInterrupt) and user_interrupted():
+            raise
         if not contain:
             mark_raised(error, claim_id)
             raise
@@ -123,6 +136,46 @@ def falsify_domain(domain, *, claim_id: str = "this claim", seed: int = 0, budge
     result["seconds"] = time.monotonic() - started
     result["summary"] = result_summary(result)
     return result
+
+
+def _empty_result(claim_id: str, *, seed: int, budget: float | None, max_evaluations: int | None, device: str,
+                  rule: str) -> dict:
+    """A claim's result before its search has found anything."""
+    return {"id": claim_id, "outcome": OUTCOMES[1], "best_ratio": math.nan, "evaluations": 0,
+            "seconds": math.nan, "seed": seed, "device": device, "rule": rule, "counterexample": None,
+            "confirmation": None, "confirmed": None, "raw_best": None, "coverage": None, "error": None,
+            "search": {"budget_seconds": budget, "max_evaluations": max_evaluations}}
+
+
+def default_timeout(budget: float | None) -> float:
+    """The time limit of a claim's falsify run searched for ``budget`` seconds (None: counted in
+    evaluations) unless one is given (:data:`TIMEOUT_FACTOR` and its neighbours)."""
+    return EVALUATIONS_TIMEOUT if budget is None else max(MINIMUM_TIMEOUT, TIMEOUT_FACTOR * budget)
+
+
+def falsify_in_worker(claim_id: str, *, timeout: float | None = None, **settings) -> dict:
+    """:func:`falsify_claim` in a worker process of its own (:mod:`cflbounds.verify.workers`),
+    at most ``timeout`` seconds: an exit, a crash or a hang of the claim's code is its result
+    (outcome ``error``, nothing found kept), never the caller's."""
+    started = time.monotonic()
+    try:
+        return json.loads(run_in_worker(_falsify_here, (claim_id, settings), timeout=timeout,
+                                        name=f"cflbounds falsify {claim_id}"))
+    except WorkerFailure as failure:
+        claim = falsifiable_claim(claim_id)
+        what = failure.as_claim_failure("evaluation", claim.domain.evaluate)
+        result = _empty_result(claim_id, seed=settings.get("seed", 0), budget=settings.get("budget", DEFAULT_BUDGET),
+                               max_evaluations=settings.get("max_evaluations"), device=settings.get("device", "cpu"),
+                               rule=claim.domain.rule)
+        _summarise_search(claim.domain, SearchResult(), result)  # nothing found: what was, died with the process
+        result.update(outcome=OUTCOMES[2], error=asdict(what), seconds=time.monotonic() - started)
+        result["summary"] = result_summary(result)
+        return result
+
+
+def _falsify_here(claim_id: str, settings: dict, *, send) -> bytes:
+    """The worker's side of :func:`falsify_in_worker`: the result as JSON bytes."""
+    return json.dumps(json_safe(falsify_claim(claim_id, **settings)), allow_nan=False).encode()
 
 
 def claim_failure(error: BaseException, domain) -> ClaimFailure:

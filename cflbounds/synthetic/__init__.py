@@ -3,6 +3,8 @@ from .bounded_linear import BoundedLinearClusters, make_bounded_linear_clusters
 from .client_data import ClientData
 from .device_regression import DeviceRegression, make_device_regression
 from .digits import DigitClients, make_digit_clients
+from .heterogeneous_logistic import HeterogeneousLogistic, make_heterogeneous_logistic
+from .heterogeneous_quadratics import HeterogeneousQuadratics, make_heterogeneous_quadratics
 from .logistic_mixture import LogisticMixture, make_logistic_mixture
 from .nonconvex import NonconvexFederation, make_nonconvex_federation
 from .partitions import PARTITIONS, make_partition
@@ -20,6 +22,10 @@ __all__ = [
     "make_device_regression",
     "DigitClients",
     "make_digit_clients",
+    "HeterogeneousLogistic",
+    "make_heterogeneous_logistic",
+    "HeterogeneousQuadratics",
+    "make_heterogeneous_quadratics",
     "MixedLinearRegression",
     "make_mixed_linear_regression",
     "LogisticMixture",

@@ -45,6 +45,7 @@ from .._validation import (
     require,
     validate_params,
 )
+from .client_quadratics import ClientQuadratics
 from .counter_random import counter_hash, counter_normal
 from .mixed_linear_regression import cluster_sizes
 from .seeding import BATCH_CONSTRAINTS, problem_seeds, stream
@@ -56,7 +57,7 @@ _STREAM_SAMPLES = 7
 
 
 @dataclass(frozen=True, eq=False)
-class QuadraticFederation:
+class QuadraticFederation(ClientQuadratics):
     """A batch of ``B`` per-client quadratic problems and their exact constants.
 
     ``hessians`` ``(B, N, d, d)`` and ``optima`` ``(B, N, d)`` are the tensors algorithms
@@ -74,55 +75,10 @@ class QuadraticFederation:
     noise_std: np.ndarray
     seeds: tuple[int, ...]
 
-    # -- shapes -------------------------------------------------------------------------
-    @property
-    def batch_size(self) -> int:
-        return self.optima_exact.shape[0]
-
-    @property
-    def clients(self) -> int:
-        return self.optima_exact.shape[1]
-
-    @property
-    def d(self) -> int:
-        return self.optima_exact.shape[2]
-
+    # shapes, device, L and mu: ClientQuadratics
     @property
     def k(self) -> int:
         return self.centers_exact.shape[1]
-
-    @property
-    def device(self) -> torch.device:
-        return self.optima.device
-
-    @property
-    def dtype(self) -> torch.dtype:
-        return self.optima.dtype
-
-    # -- exact constants -------------------------------------------------------------------
-    @cached_property
-    def _eigenvalues(self) -> np.ndarray:
-        return np.linalg.eigvalsh(self.hessians_exact)  # (B, N, d), ascending
-
-    @property
-    def client_smoothness(self) -> np.ndarray:
-        """``lambda_max(A_k)``, the per-sample smoothness of client ``k``, ``(B, N)``."""
-        return self._eigenvalues[..., -1]
-
-    @property
-    def client_strong_convexity(self) -> np.ndarray:
-        """``lambda_min(A_k)``, ``(B, N)``."""
-        return self._eigenvalues[..., 0]
-
-    @property
-    def smoothness(self) -> np.ndarray:
-        """``L = max_k lambda_max(A_k)``, ``(B,)``."""
-        return self.client_smoothness.max(axis=1)
-
-    @property
-    def strong_convexity(self) -> np.ndarray:
-        """``mu = min_k lambda_min(A_k)``, ``(B,)``."""
-        return self.client_strong_convexity.min(axis=1)
 
     @cached_property
     def separation(self) -> np.ndarray:

@@ -1,10 +1,10 @@
-"""What a claim check is given: scale, seed, device, executor, and where its results go."""
+"""What a claim's check is given: the run's settings (read-only), and where its results go."""
 from __future__ import annotations
 
-import contextlib
 import hashlib
+import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -32,20 +32,24 @@ def table_name_of(name: str, claim_id: str) -> str:
     return f"{name}@{claim_id}"
 
 
-@dataclass
+@dataclass(frozen=True)
 class VerifyContext:
-    """Settings shared by the checks of one ``verify`` call.
+    """What a claim's check is given: the run's settings, read-only, and where its results go.
 
     ``scale``: one of :data:`SCALE_DESCRIPTIONS`. ``workdir``: the run directory (sweep
-    stores and checkpoints go there; nothing is kept on disk if None). ``progress``: sweep
-    progress, True/False/None (a bar only on an interactive terminal) or a callable told
-    ``(cells done, cells to do)`` after each cell. ``tables`` collects the tidy result tables
-    of every check; ``cache`` lets checks share an experiment; ``claim`` is the claim being
-    checked and ``package`` the distribution that declared it (set by
-    :func:`cflbounds.verify.run.verify_claims` while it checks a claim; give ``package`` to call
-    a package's checks directly with its experiments shared): the keys of :meth:`shared` and
-    :meth:`checkpoint` are the package's own, so two plugins that happen to pick one key never
-    see each other's experiment.
+    stores and checkpoints go there; nothing is kept on disk if None), made absolute when the
+    context is made, so a later ``os.chdir`` cannot move it. ``progress``: sweep progress,
+    True/False/None (a bar only on an interactive terminal) or a callable told ``(cells done,
+    cells to do)`` after each cell. ``claim`` is the claim being checked and ``package`` the
+    distribution that declared it: the keys of :meth:`shared` and :meth:`checkpoint` are the
+    package's own, so two plugins that happen to pick one key never see each other's experiment
+    (give ``package`` to call a package's checks directly with its experiments shared).
+
+    The settings cannot be changed (the dataclass is frozen: ``ctx.seed = 1`` raises), and the
+    engine gives each claim a context of its own (:meth:`for_claim`), so one claim's code can
+    never change the seed, scale or run directory another claim runs with. What a run shares
+    between its claims: ``tables`` (every table saved so far, by name) and ``cache`` (the
+    experiments of :meth:`shared`, by package and key).
     """
 
     scale: str = "default"
@@ -53,13 +57,40 @@ class VerifyContext:
     device: str = "cpu"
     executor: str = "local"
     workdir: Path | None = None
-    progress: bool | None | Callable[[int, int], None] = None
-    tables: dict = field(default_factory=dict)
-    cache: dict = field(default_factory=dict)
+    progress: bool | None | Callable[[int, int], None] = field(default=None, compare=False)
     claim: str | None = None
     package: str = ""
-    _claim_tables: dict = field(default_factory=dict, init=False, repr=False)
-    _table_owner: dict = field(default_factory=dict, init=False, repr=False)
+    tables: dict = field(default_factory=dict, compare=False, repr=False)
+    cache: dict = field(default_factory=dict, compare=False, repr=False)
+    _table_owner: dict = field(default_factory=dict, compare=False, repr=False)
+    _claim_tables: dict = field(default_factory=dict, init=False, compare=False, repr=False)
+
+    def __post_init__(self):
+        if self.workdir is not None and str(self.workdir).strip():  # an empty one is refused where it is opened
+            object.__setattr__(self, "workdir", Path(os.path.abspath(self.workdir)))
+
+    def for_claim(self, claim_id: str, package: str = "", **settings) -> "VerifyContext":
+        """The context one claim's check gets: this run's settings (``settings`` may replace
+        ``progress``), its tables and shared experiments, and a record of its own saved tables
+        (:attr:`claim_tables`)."""
+        return replace(self, claim=claim_id, package=package, **settings)
+
+    @property
+    def claim_tables(self) -> dict:
+        """The tables this claim's check saved, by the name each is kept under."""
+        return self._claim_tables
+
+    @property
+    def table_owners(self) -> dict:
+        """Which claim each table name of this run belongs to (a copy)."""
+        return dict(self._table_owner)
+
+    def adopt_tables(self, tables: dict, claim_id: str) -> None:
+        """Keep ``tables``, saved by ``claim_id``'s check in another process (a worker, a Ray
+        task), as this run's: the names are the ones that check kept them under."""
+        for name, frame in tables.items():
+            self.tables[name] = frame
+            self._table_owner.setdefault(name, claim_id)
 
     def save_table(self, name: str, frame: pd.DataFrame) -> str:
         """Keep ``frame`` as the table ``name``, its first columns the claim and the run's seed
@@ -79,20 +110,9 @@ class VerifyContext:
         self.tables[name] = self._claim_tables[name] = keyed
         return name
 
-    @contextlib.contextmanager
-    def checking(self, claim_id: str, package: str = ""):
-        """While ``claim_id`` (declared by ``package``) is checked: its saved tables, as a dict
-        filled as they come."""
-        outer = self.claim, self.package
-        self.claim, self.package, self._claim_tables = claim_id, package, {}
-        try:
-            yield self._claim_tables
-        finally:
-            self.claim, self.package = outer
-
     def discard_tables(self) -> None:
-        """Forget the tables the current claim saved (its check failed: half a claim's tables
-        would read as a finished experiment)."""
+        """Forget the tables this claim saved (its check failed: half a claim's tables would
+        read as a finished experiment)."""
         for name in self._claim_tables:
             self.tables.pop(name, None)
             self._table_owner.pop(name, None)

@@ -22,7 +22,7 @@ __all__ = ["CONTAINED", "ClaimFailure", "ContractError", "describe_failure", "de
            "declaration_site", "mark_raised", "raised_by_claim"]
 
 CONTAINED = (Exception, SystemExit)  # what a claim's code may raise without ending the run
-STAGES = ("check", "bound", "evaluation", "contract", "declaration")
+STAGES = ("check", "bound", "evaluation", "contract", "declaration", "process")
 
 
 class ContractError(ValueError):
@@ -38,7 +38,8 @@ class ContractError(ValueError):
 
 @dataclass(frozen=True)
 class ClaimFailure:
-    """``stage``: what was running (:data:`STAGES`); ``kind``: the exception's type name;
+    """``stage``: what was running (:data:`STAGES`; ``process``: the claim's worker process ended
+    without a result, :mod:`cflbounds.verify.workers`); ``kind``: the exception's type name;
     ``message``: its text; ``where``: ``file:line`` of the innermost frame in the declaring
     package (else the innermost frame; for a :class:`ContractError`, where the function that
     returned the malformed value is defined); ``traceback``: the formatted traceback."""
@@ -55,6 +56,10 @@ class ClaimFailure:
         break ``contract broken: FOO.BAR: evaluate returned ... (at the function's definition)``."""
         if self.stage == "contract":
             return f"contract broken: {self.message} (at {self.where})"
+        if self.kind == "ClaimTimeout":  # stopped where it was, or its worker process killed
+            return f"{self.message}, " + (f"stopped at {self.where}" if self.where else "its process killed")
+        if self.stage == "process":
+            return f"{self.message} (its check is defined at {self.where})"
         return f"{self.stage} raised: {self.kind}: {self.message} (at {self.where})"
 
     def as_details(self) -> dict:

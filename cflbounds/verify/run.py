@@ -2,21 +2,28 @@
 from __future__ import annotations
 
 import fnmatch
-import time
+from dataclasses import replace
 from numbers import Integral
 from typing import Callable
 
-from .._threads import follow_load
 from .._torch import DEVICES, resolve_device
 from .._validation import Boolean, Constraint, Interval, InvalidParameterError, NoneOK, Options, validate_params
 from ..sweeps.executors import EXECUTORS
+from .check import check_claim
 from .context import SCALE_OPTION, VerifyContext
-from .failure import CONTAINED, ContractError, declaring_root, describe_failure, mark_raised
 from .progress import RunDisplay
 from .registry import claims, get_claim
 from .verdict import Verdict
+from .worker_check import SharedExperiments, check_in_worker
 
-__all__ = ["verify", "verify_claims", "implemented_claims", "expand_claim_ids"]
+__all__ = ["ISOLATIONS", "CLAIM_TIMEOUTS", "verify", "verify_claims", "implemented_claims", "expand_claim_ids"]
+
+# Where each claim's code runs (verify_claims): a worker process of its own, or this process.
+ISOLATIONS = ("process", "none")
+# Seconds a claim may take at each scale before it is stopped with the verdict error (verify's
+# --claim-timeout default): ten times and more the slowest claim measured there (claim_costs.json:
+# 4 s at smoke, 182 s at default on a quiet 2-core machine; paper-scale claims take hours on a CPU).
+CLAIM_TIMEOUTS = {"smoke": 600.0, "default": 3600.0, "paper": 86400.0}
 
 
 def implemented_claims() -> list[str]:
@@ -46,105 +53,56 @@ def expand_claim_ids(ids, among: list[str] | None = None, kind: str = "implement
     return expanded
 
 
-def _check(claim_id: str, context: VerifyContext, raise_errors: bool = False,
-           search: Callable | None = None) -> tuple[Verdict, dict]:
-    """The verdict of one claim and the tables its check saved. A check that raises, or returns
-    something other than a :class:`Verdict` of this claim, gives the verdict ``error``
-    (:func:`error_verdict`) and no tables, unless ``raise_errors``: then the exception goes on.
-    ``search(claim, verdict, context, raise_errors)``, when given, may then search the claim's
-    domain and return the final verdict (:mod:`cflbounds.falsify.judge`: the engine does not
-    know how a search is done, only when it runs)."""
-    claim = get_claim(claim_id)
-    if claim.check is None:
-        return Verdict(claim_id, "not-implemented", {}, context.seed, 0, 0.0,
-                       "no check for this claim yet", claim.statement, context.scale), {}
-    started = time.perf_counter()
-    with context.checking(claim_id, claim.package) as tables:
-        try:
-            with follow_load():  # at most the cores other processes leave free (cflbounds._threads)
-                verdict = claim.check(context)
-            _check_returned(claim, verdict)
-        except CONTAINED as error:
-            if raise_errors:
-                raise mark_raised(error, claim_id)
-            context.discard_tables()
-            verdict = error_verdict(claim, context, error)
-    if search is not None:
-        verdict = search(claim, verdict, context, raise_errors)
-    verdict.statement, verdict.scale = claim.statement, context.scale
-    verdict.seconds = time.perf_counter() - started
-    return verdict, tables
-
-
-def _check_returned(claim, verdict) -> None:
-    """Raise :class:`ContractError` unless ``verdict`` is a :class:`Verdict` of ``claim``."""
-    if not isinstance(verdict, Verdict):
-        raise ContractError(f"the check of {claim.id} returned {type(verdict).__name__} {verdict!r:.60}, not a "
-                            "cflbounds.claims.Verdict", function=claim.check)
-    if verdict.id != claim.id:
-        raise ContractError(f"the check of {claim.id} returned a verdict for {verdict.id!r}", function=claim.check)
-
-
-def error_verdict(claim, context: VerifyContext, error: BaseException) -> Verdict:
-    """The verdict ``error`` of ``claim`` whose own code raised ``error`` (or returned what breaks
-    the contract): the summary says what raised where (the innermost frame in the claim's
-    package, :func:`~cflbounds.verify.failure.describe_failure`); the details carry the type,
-    message, place and traceback. The stage is ``contract`` for a :class:`ContractError`,
-    ``bound`` when the claim's bound function is on the traceback, else ``check``."""
-    bound = getattr(claim.bound, "__wrapped__", claim.bound)
-    bound_code = getattr(bound, "__code__", None)
-    if isinstance(error, ContractError):
-        stage = "contract"
-    elif bound_code is not None and any(frame.f_code is bound_code for frame in _frames(error)):
-        stage = "bound"
-    else:
-        stage = "check"
-    failure = describe_failure(error, stage, root=declaring_root(claim.check, claim.bound))
-    return Verdict(claim.id, "error", {}, context.seed, 0, 0.0, failure.summary, claim.statement, context.scale,
-                   details=failure.as_details())
-
-
-def _frames(error: BaseException) -> list:
-    frames, tb = [], error.__traceback__
-    while tb is not None:
-        frames.append(tb.tb_frame)
-        tb = tb.tb_next
-    return frames
-
-
-def _check_on_worker(claim_id: str, scale: str, seed: int, device: str, raise_errors: bool = False,
-                     search: Callable | None = None) -> tuple[Verdict, dict]:
+def _check_on_ray_worker(claim_id: str, scale: str, seed: int, device: str, raise_errors: bool = False,
+                         search: Callable | None = None, timeout: float | None = None) -> tuple[Verdict, dict]:
     """One claim's check (and search) as a Ray task: its sweeps run as tasks of their own, and
     nothing is written on the worker's disk (no run directory: the driver writes what comes back)."""
-    return _check(claim_id, VerifyContext(scale=scale, seed=seed, device=device, executor="ray", progress=False),
-                  raise_errors, search)
+    context = VerifyContext(scale=scale, seed=seed, device=device, executor="ray", progress=False)
+    return check_claim(claim_id, context, raise_errors, search, timeout)
 
 
-def _checks_on_ray(todo: list[str], context: VerifyContext, display: RunDisplay, raise_errors: bool, search):
-    """Every claim of ``todo`` as a Ray task at once; ``(claim ID, verdict, tables)`` as each finishes."""
+def _checks_on_ray(todo: list[str], context: VerifyContext, display: RunDisplay, raise_errors: bool, search,
+                   timeout):
+    """Every claim of ``todo`` as a Ray task at once; ``(claim ID, verdict, tables)`` as each finishes.
+    Each task is guarded as a check in this process is (:func:`~cflbounds.verify.guards.guarded`),
+    its time limit counted from when it starts on its worker."""
     from ..sweeps.ray_cluster import as_finished, connect, submitter
 
     ray = connect()
-    submit = submitter(ray, _check_on_worker, context.device)
-    futures = {submit(claim_id, context.scale, context.seed, context.device, raise_errors, search): claim_id
+    submit = submitter(ray, _check_on_ray_worker, context.device)
+    futures = {submit(claim_id, context.scale, context.seed, context.device, raise_errors, search, timeout): claim_id
                for claim_id in todo}
     display.claims_scheduled(todo)
     for claim_id, (verdict, tables) in as_finished(ray, futures):
-        context.tables.update(tables)
+        context.adopt_tables(tables, claim_id)
         yield claim_id, verdict, tables
 
 
-def _checks_here(todo: list[str], context: VerifyContext, display: RunDisplay, raise_errors: bool, search):
+def _checks_here(todo: list[str], context: VerifyContext, display: RunDisplay, raise_errors: bool, search, timeout):
     """The claims of ``todo`` one after the other in this process; ``(claim ID, verdict, tables)`` each."""
     for claim_id in todo:
         display.claim_started(claim_id)
-        yield claim_id, *_check(claim_id, context, raise_errors, search)
+        yield claim_id, *check_claim(claim_id, context, raise_errors, search, timeout)
+
+
+def _checks_in_workers(todo: list[str], context: VerifyContext, display: RunDisplay, raise_errors: bool, search,
+                       timeout):
+    """The claims of ``todo`` one after the other, each in a worker process of its own
+    (:mod:`.worker_check`); ``(claim ID, verdict, tables)`` each."""
+    shared = SharedExperiments()
+    preload = (type(search).__module__,) if search is not None else ()
+    on_cells = context.progress if callable(context.progress) else None
+    for claim_id in todo:
+        display.claim_started(claim_id)
+        yield claim_id, *check_in_worker(claim_id, context, search=search, timeout=timeout, shared=shared,
+                                         on_cells=on_cells, preload=preload)
 
 
 def verify_claims(ids=None, context: VerifyContext | None = None, *, skip=(),
                   on_verdict: Callable[[Verdict, dict], None] | None = None,
                   display: RunDisplay | None = None, raise_errors: bool = False,
-                  search: Callable | None = None) -> list[Verdict]:
+                  search: Callable | None = None, isolation: str = "none",
+                  timeout: float | None = None) -> list[Verdict]:
     """Check each claim (all implemented ones if ``ids`` is empty) and return their verdicts in
     the given order; ``ids`` may hold patterns such as ``MGD.*`` (:func:`expand_claim_ids`).
 
@@ -153,36 +111,46 @@ def verify_claims(ids=None, context: VerifyContext | None = None, *, skip=(),
     (to store them there and then), then ``display`` (a :class:`~cflbounds.verify.progress.RunDisplay`)
     is told, and a running sweep reports its cells to that display instead of a bar of its own.
 
-    With ``context.executor == "ray"`` every claim is a Ray task and they all run at once, so
-    they finish (and reach ``on_verdict``) in any order; their checks are the same as here, and
-    so are their verdicts. A claim's check that raises gives that claim the verdict ``error``
-    (:func:`error_verdict`) and the others run on, on either executor; with ``raise_errors``
-    the first such exception stops the run instead (``verify --raise``). ``search``: called
-    after each claim's check to search its domain and give the final verdict
+    Each claim's check gets a context of its own, with the run's settings read-only. Where it
+    runs (:data:`ISOLATIONS`): ``isolation="process"`` runs each claim in a worker process of its
+    own (:mod:`.workers`: an exit, a hang, a patched module stay there; what ``cflbounds
+    verify`` does by default), ``"none"`` in this process, guarded
+    (:mod:`.guards`); with ``context.executor == "ray"`` every claim is a Ray task and they all
+    run at once, so they finish (and reach ``on_verdict``) in any order. Their checks are the
+    same everywhere, and so are their verdicts. ``timeout``: seconds a claim may take (check and
+    search together) before it is stopped with the verdict ``error``; None: no limit. A claim's
+    check that raises gives that claim the verdict ``error`` (:func:`~cflbounds.verify.check.error_verdict`) and the
+    others run on; with ``raise_errors`` the first such exception stops the run instead
+    (``verify --raise``; it needs the claims in this process). ``search``: called after each
+    claim's check to search its domain and give the final verdict
     (:class:`cflbounds.falsify.judge.SearchPlan`; None: the designed experiment alone).
     """
     context = context or VerifyContext()
+    if isolation not in ISOLATIONS:
+        raise InvalidParameterError(f"The 'isolation' parameter must be one of {ISOLATIONS}. Got {isolation!r} instead.")
+    if raise_errors and isolation == "process":
+        raise InvalidParameterError("raise_errors needs the claims in this process (isolation='none'): an exception "
+                                    "cannot reach it from a worker process.")
     ids = implemented_claims() if not ids else expand_claim_ids(ids)  # validated before any work starts
     todo = [claim_id for claim_id in ids if claim_id not in set(skip)]
-    sweep_progress = context.progress
     if display is None:
         display = RunDisplay()
     else:
-        context.progress = display.cells
+        context = replace(context, progress=display.cells)  # the same run: its tables and experiments
         no_check = {claim_id: 0.0 for claim_id in todo if get_claim(claim_id).check is None}  # instant, no cost on file
         display.costs = {**no_check, **display.costs}
     display.start(todo, kept=len(ids) - len(todo))
     verdicts = {}
-    checks = _checks_on_ray if context.executor == "ray" else _checks_here
+    checks = (_checks_on_ray if context.executor == "ray" else
+              _checks_in_workers if isolation == "process" else _checks_here)
     try:
-        for claim_id, verdict, tables in checks(todo, context, display, raise_errors, search):
+        for claim_id, verdict, tables in checks(todo, context, display, raise_errors, search, timeout):
             if on_verdict is not None:
                 on_verdict(verdict, tables)
             display.claim_finished(verdict)
             verdicts[claim_id] = verdict
     finally:
         display.close()
-        context.progress = sweep_progress
     return [verdicts[claim_id] for claim_id in todo]
 
 
@@ -207,4 +175,4 @@ def verify(claim_id: str, *, scale: str = "default", seed: int = 0, device: str 
     """
     context = VerifyContext(scale=scale, seed=seed, device=str(resolve_device(device)), executor=executor,
                             progress=progress)
-    return _check(claim_id, context)[0]
+    return check_claim(claim_id, context)[0]
