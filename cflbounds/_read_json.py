@@ -29,7 +29,8 @@ import numpy as np
 from ._schemas import FORMATS, MAX_DEPTH, MAX_FILE_BYTES, MAX_INTEGER_DIGITS
 from ._validation import InvalidParameterError
 
-__all__ = ["read_json", "load_json", "check_json", "parse_json", "read_regular", "schema_problem", "JSONProblem", "shown"]
+__all__ = ["read_json", "load_json", "check_json", "check_unique_ids", "parse_json", "read_regular", "schema_problem",
+           "JSONProblem", "shown"]
 
 _ESCAPED = re.compile(rb'\\.', re.S)  # a backslash and the character it escapes (inside strings only, in JSON)
 _STRUCTURE = np.zeros(256, dtype=np.int8)
@@ -132,6 +133,16 @@ def check_json(path, data, schema: dict) -> None:
     problem = schema_problem(data, schema)
     if problem:
         raise InvalidParameterError(f"{path}: {problem}.")
+
+
+def check_unique_ids(path, entries: list, field: str) -> None:
+    """Refuse a file whose ``field`` (its verdicts, its results) names one claim twice, which
+    no schema says: one line naming the file, the entry and the claim."""
+    seen = set()
+    for index, entry in enumerate(entries):
+        if entry["id"] in seen:
+            raise InvalidParameterError(f"{path}: {field}[{index}] repeats the claim {entry['id']}.")
+        seen.add(entry["id"])
 
 
 def read_json(path, schema: dict, *, what: str, limit: int = MAX_FILE_BYTES):

@@ -27,8 +27,7 @@ from conftest import FakeEntryPoint, examples
 from schema_strategies import from_schema, mutated
 from test_falsify import toys  # noqa: F401 (a fixture: the toy claims with domains)
 
-FUZZ = examples(12, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                                           HealthCheck.data_too_large])
+SLOW = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large]
 VERIFY_SETTINGS = {"cflbounds": __version__, "scale": "smoke", "seed": 0, "device": "cpu",
                    "search": {"evaluations": None, "seconds": None, "confidence": 0.95}}
 FALSIFY_SETTINGS = {"cflbounds": __version__, "seed": 0, "budget_seconds": None, "max_evaluations": 5,
@@ -67,7 +66,7 @@ def fresh(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("name, schema", [("verdicts.json", VERDICTS_FILE), ("falsify.json", FALSIFY_FILE)])
 @given(data=st.data())
-@FUZZ
+@examples(12, suppress_health_check=SLOW)
 def test_report_of_a_fuzzed_run_file(capsys, tmp_path, name, schema, data):
     directory = fresh(tmp_path)
     (directory / name).write_bytes(data.draw(file_contents(schema), label=name))
@@ -80,7 +79,7 @@ def _quick(ctx):
 
 
 @given(content=file_contents(VERDICTS_FILE, VERIFY_SETTINGS, with_metadata))
-@FUZZ
+@examples(12, suppress_health_check=SLOW)
 def test_verify_resume_of_a_fuzzed_verdicts_json(plugins, capsys, tmp_path, content):
     plugins(FakeEntryPoint("fuzz", "fuzz", [Claim("FUZZ.QUICK", "0.5 <= 1", check=_quick)]))
     directory = fresh(tmp_path)
@@ -90,7 +89,7 @@ def test_verify_resume_of_a_fuzzed_verdicts_json(plugins, capsys, tmp_path, cont
 
 
 @given(content=file_contents(FALSIFY_FILE, FALSIFY_SETTINGS, with_metadata))
-@FUZZ
+@examples(12, suppress_health_check=SLOW)
 def test_falsify_resume_of_a_fuzzed_falsify_json(toys, capsys, tmp_path, content):  # noqa: F811
     directory = fresh(tmp_path)
     (directory / "falsify.json").write_bytes(content)
@@ -103,7 +102,7 @@ def _a_toy_point(document: dict, _) -> dict:
 
 
 @given(content=file_contents(COUNTEREXAMPLE_FILE, {}, _a_toy_point))
-@FUZZ
+@examples(12, suppress_health_check=SLOW)
 def test_falsify_replay_of_a_fuzzed_counterexample(toys, capsys, tmp_path, content):  # noqa: F811
     path = fresh(tmp_path) / "counterexample.json"
     path.write_bytes(content)

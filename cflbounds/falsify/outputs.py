@@ -46,7 +46,7 @@ from pathlib import Path
 
 from .. import __version__
 from .._files import atomic_write_text, writable_directory
-from .._read_json import read_json
+from .._read_json import check_unique_ids, read_json
 from .._schemas import FALSIFY_FILE
 from .._validation import InvalidParameterError
 from ..verify.domain import format_ratio
@@ -147,11 +147,8 @@ def read_falsify_record(path) -> dict:
     :class:`InvalidParameterError` naming the file, the field and what is wrong. A best ratio
     written as ``"inf"``/``"nan"`` (strict JSON) comes back as a float."""
     data = read_json(path, FALSIFY_FILE, what="the JSON `cflbounds falsify` writes")
-    seen = set()
-    for index, result in enumerate(data["results"]):
-        if result["id"] in seen:
-            raise InvalidParameterError(f"{path}: results[{index}] repeats the claim {result['id']}.")
-        seen.add(result["id"])
+    check_unique_ids(path, data["results"], "results")
+    for result in data["results"]:
         result["best_ratio"] = _number(result["best_ratio"])
     return data
 

@@ -23,9 +23,10 @@ SEARCH_COLUMNS = ("claim", "search", "seconds", "counterexample")
 # then any other control character
 _TERMINAL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b.?|[\x00-\x08\x0b-\x1f\x7f-\x9f]",
                        re.S)
-# what Markdown would read as markup rather than text: "<" opening a tag, a comment or an
-# autolink, "&" opening an entity, "|" (a column break)
-_MARKUP = re.compile(r"<(?=[A-Za-z/!?])|&(?=#?\w+;)")
+# what Markdown (CommonMark) would read as markup rather than text: "<" opening a tag (a name, then
+# a space, "/" or ">"), a closing tag, a comment, a declaration or an autolink ("<scheme:"), and
+# "&" opening an entity; "<T)" or "< 0.07" stay text
+_MARKUP = re.compile(r"<(?=[A-Za-z][A-Za-z0-9-]*(?:[\s/>]|$)|[/!?]|[A-Za-z][A-Za-z0-9+.\-]{1,31}:)|&(?=#?\w+;)")
 _ENTITIES = {"<": "&lt;", "&": "&amp;", "|": "&#124;"}
 
 
@@ -33,8 +34,8 @@ def markdown_text(text, *, cell: bool = True) -> str:
     """``text`` as inert Markdown on one line (a table cell, or with ``cell`` False a list
     item): terminal escape sequences and other control characters removed, line breaks made
     spaces, and what Markdown would read as raw HTML or an entity (and in a cell, ``|``: a
-    column break) written as an entity, which renders as the character; a ``<`` before a
-    space or a digit stays as it is (``< 0.072``)."""
+    column break) written as an entity, which renders as the character; a ``<`` that opens
+    nothing stays as it is (``< 0.072``, ``sum_(t<T)``)."""
     text = _TERMINAL.sub("", str(text).replace("\r\n", " ").replace("\n", " ").replace("\t", " "))
     text = _MARKUP.sub(lambda match: _ENTITIES[match.group()], text)
     return text.replace("|", _ENTITIES["|"]) if cell else text

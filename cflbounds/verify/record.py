@@ -30,7 +30,7 @@ from pyarrow import ArrowException
 
 from .. import __version__
 from .._files import atomic_write_table, atomic_write_text, writable_directory
-from .._read_json import check_json, load_json
+from .._read_json import check_json, check_unique_ids, load_json
 from .._schemas import VERDICTS_FILE
 from .._validation import InvalidParameterError
 from .context import table_name_of
@@ -121,11 +121,7 @@ def read_record(path) -> dict:
     if isinstance(data, list):  # the format before run metadata
         data = {"metadata": {}, "verdicts": data}
     check_json(path, data, VERDICTS_FILE)
-    seen = set()
-    for index, entry in enumerate(data["verdicts"]):
-        if entry["id"] in seen:
-            raise InvalidParameterError(f"{path}: verdicts[{index}] repeats the claim {entry['id']}.")
-        seen.add(entry["id"])
+    check_unique_ids(path, data["verdicts"], "verdicts")
     return {"metadata": data.get("metadata", {}), "verdicts": [_with_defaults(entry) for entry in data["verdicts"]]}
 
 
