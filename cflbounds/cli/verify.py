@@ -72,7 +72,7 @@ def add_parser(commands) -> None:
     verify.add_argument("--seed", type=int, default=0,
                         help="root seed, an int in [0, 2^63 - 1]: every trial's seed is spawned from it, so the same "
                              "seed, scale, device and version give the same verdicts (default: 0)")
-    from ..falsify.judge import SEARCH_EVALUATIONS
+    from ..falsify.judge import SEARCH_PLANS
 
     searching = verify.add_mutually_exclusive_group()
     searching.add_argument("--search", type=non_negative(float, maximum=MAX_SECONDS), metavar="SECONDS",
@@ -80,12 +80,16 @@ def add_parser(commands) -> None:
                                 "declare one: `cflbounds claims`) for this many seconds, as `cflbounds falsify "
                                 "--budget` does; a confirmed counterexample makes the verdict 'violated' (shown "
                                 "beside the designed experiment's own result; a claim the designed experiment already "
-                                "found violated is not searched: `cflbounds falsify` searches it). A time budget reaches further on a "
-                                "faster machine; 0: no search. Default: a number of evaluations per claim by scale "
-                                "(" + ", ".join(f"{scale} {count}" for scale, count in SEARCH_EVALUATIONS.items())
-                                + "), so the verdicts depend only on the seed, scale, device and version")
+                                "found violated is not searched: `cflbounds falsify` searches it; a claim with no designed "
+                                "experiment is judged by its search alone). A time budget reaches further on a "
+                                "faster machine; 0: no search. Default: at least N evaluations and at least S seconds "
+                                "per claim, whichever takes longer, by scale (" + ", ".join(
+                                    f"{scale} {count} and {seconds:g} s" for scale, (count, seconds)
+                                    in SEARCH_PLANS.items()) + ")")
     searching.add_argument("--search-evaluations", type=non_negative(int, maximum=MAX_EVALUATIONS), metavar="N",
-                           help="the search as a number of evaluations per claim instead (0: no search)")
+                           help="the search as a number of evaluations per claim instead, so the verdicts depend "
+                                "only on the seed, scale, device and version, not on the machine's speed (0: no "
+                                "search)")
     verify.add_argument("--out", metavar="DIR",
                         help="run directory for verdicts.json, tables/, report.pdf, report.html (default: reports/<date-time>/); "
                              "checked to be a writable directory before any work, and refused if it holds an "
