@@ -195,7 +195,8 @@ def checkpointed_run(plugins, tmp_path):
     (lambda path: path.write_bytes(pickle.dumps({"a": 1})), "not a cflbounds checkpoint"),
     (lambda path: path.write_bytes(compressed(path.read_bytes())), "is compressed"),
     (lambda path: path.write_bytes(path.read_bytes()[:200]), "not a cflbounds checkpoint"),
-    (lambda path: path.write_bytes(checkpoint_bytes({"dataclass": "os:system", "fields": {}})), "os:system"),
+    (lambda path: path.write_bytes(checkpoint_bytes({"dataclass": "os.system('x')", "fields": {}})),
+     "os.system('x')\", which is not a class's name"),
     (lambda path: path.write_bytes(checkpoint_bytes({"array": 7})), "missing array 7"),
     (lambda path: (path.unlink(), os.mkfifo(path)), "not a regular file"),
 ])

@@ -53,6 +53,7 @@ _TREE = "tree"
 _REGISTERED: dict[str, type] = {}
 _DEVICE = re.compile(r"cpu|cuda(:\d+)?|mps")
 _QUALIFIED = re.compile(r"(cflbounds(?:\.\w+)*):(\w+)")  # a cflbounds module and a name defined at its top level
+_CLASS_NAME = re.compile(r"\w+(?:\.\w+)*:\w+(?:\.\w+)*")  # what _class_key writes: module:qualname
 _KINDS = "biufcUSM"  # numpy dtype kinds that are data (never object, never void)
 MAX_TREE_DEPTH = 200  # levels of nested lists, tuples, dicts and dataclasses in one checkpoint
 FRAME_EXPANSION = 16  # a frame may decode to this many times its stored Parquet bytes (booleans: 8 per byte) ...
@@ -160,8 +161,8 @@ def check_checkpoints(directory) -> None:
     """Refuse a run directory whose ``partial/*.npz`` holds a file that is not a checkpoint of
     this module (damaged, crafted, compressed, a FIFO): one line naming the file and what is
     wrong (:class:`InvalidParameterError`), before ``verify --resume`` starts any work. The
-    classes a file names are resolved when a claim reads it (their modules may not be
-    imported yet): here only their names' form is checked."""
+    classes a file names are resolved when a claim reads it (a plugin may register them only
+    then): here only their names' form is checked."""
     partial = Path(directory) / "partial"
     for path in sorted(partial.glob("*.npz")) if partial.is_dir() else ():
         try:
@@ -285,9 +286,9 @@ def _decode(tree, members: dict, resolve: bool = True):
         key, fields = str(tree["dataclass"]), tree.get("fields")
         if not isinstance(fields, dict):
             raise CheckpointFormatError(f"the fields of {key!r:.120} are not an object")
-        if not resolve:
-            if key not in _REGISTERED and not _QUALIFIED.fullmatch(key):
-                raise CheckpointFormatError(f"it names the class {key!r:.120}, which is not a data class")
+        if not resolve:  # a plugin may register its classes only once its claim runs: the name's form only
+            if not _CLASS_NAME.fullmatch(key):
+                raise CheckpointFormatError(f"it names the class {key!r:.120}, which is not a class's name")
             for item in fields.values():
                 _decode(item, members, resolve)
             return None
