@@ -10,8 +10,9 @@ from pathlib import Path
 
 from .._files import absolute_directory, writable_directory
 from .._validation import InvalidParameterError
-from ._common import (EXIT_ERROR, THREADS_HELP, add_containment_options, add_executor_options, check_executor_options,
-                      claim_timeout, exit_status, isolation, non_negative, start_executor, table, thread_count)
+from ._common import (EXIT_ERROR, MAX_EVALUATIONS, MAX_SECONDS, THREADS_HELP, add_containment_options,
+                      add_executor_options, check_executor_options, check_seed, claim_timeout, exit_status, isolation,
+                      non_negative, start_executor, table, thread_count)
 
 __all__ = ["add_parser", "run"]
 
@@ -69,14 +70,14 @@ def add_parser(commands) -> None:
                         help="claim IDs or patterns such as 'FC.*' (patterns match the claims that declare a domain; "
                              "default: every such claim; not with --replay)")
     spend = parser.add_mutually_exclusive_group()
-    spend.add_argument("--budget", type=non_negative(float, positive=True), metavar="SECONDS",
+    spend.add_argument("--budget", type=non_negative(float, positive=True, maximum=MAX_SECONDS), metavar="SECONDS",
                        help=f"seconds of search per claim; shrinking and confirming come on top "
                             f"(default: {DEFAULT_BUDGET:g})")
-    spend.add_argument("--evaluations", type=non_negative(int, positive=True), metavar="N",
+    spend.add_argument("--evaluations", type=non_negative(int, positive=True, maximum=MAX_EVALUATIONS), metavar="N",
                        help="search evaluations per claim instead of a time budget: the run is then reproducible "
                             "exactly on any machine")
     parser.add_argument("--seed", type=int, default=0,
-                        help="search seed, a non-negative int: the search's evaluation seeds and the fresh "
+                        help="search seed, an int in [0, 2^63 - 1]: the search's evaluation seeds and the fresh "
                              "confirmation seeds are spawned from it (apart), so the same seed gives the same search "
                              "path (default: 0)")
     parser.add_argument("--confidence", type=float, default=0.95,
@@ -141,7 +142,10 @@ def _replay(args) -> int:
         raise InvalidParameterError("The '--replay' option replays one file, here: it takes no claim IDs, --budget, "
                                     "--evaluations, --out, --resume, --overwrite, --executor or --address.")
     record = read_counterexample(args.replay)
-    domain = replay_domain(record)  # the claim, its domain and the point checked: a bad file is exit 2
+    try:
+        domain = replay_domain(record)  # the claim, its domain and the point checked: a bad file is exit 2
+    except InvalidParameterError as error:  # the file's claim or point: the file is named
+        raise InvalidParameterError(f"{args.replay}: {error}") from None
     target = _check_emit_target(args.emit_test) if args.emit_test else None
     try:
         instance = replay_counterexample(record, device=str(resolve_device(args.device)))
@@ -228,8 +232,7 @@ def run(args) -> int:
     from ..falsify.outputs import FalsifyRecord
     from ..verify.domain import format_ratio
 
-    if args.seed < 0:
-        raise InvalidParameterError(f"The '--seed' option must be a non-negative int. Got {args.seed} instead.")
+    check_seed(args.seed)
     if not 0 < args.confidence < 1:
         raise InvalidParameterError(f"The '--confidence' option must be in (0, 1). Got {args.confidence} instead.")
     if args.replay:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from .._validation import InvalidParameterError
-from ._common import (Once, add_executor_options, check_executor_options, csv, threads_help,
+from ._common import (Once, add_executor_options, check_executor_options, check_seed, csv, threads_help,
                       start_executor, thread_count)
 
 __all__ = ["add_parser", "run"]
@@ -83,7 +83,7 @@ def run(args) -> int:
     device = str(resolve_device(args.device))
     check_executor_options(args)
     overrides = _overrides(args)
-    cells = fig2_cells(_panels(args), args.variant, overrides, seed=_seed(args.seed), **_protocol(args))
+    cells = fig2_cells(_panels(args), args.variant, overrides, seed=check_seed(args.seed), **_protocol(args))
     out = absolute_directory(args.out or Path("reports") / "sweeps" / args.name, "--out")  # once, from the start
     store = ResultStore(out)
     pending = [cell for cell in cells if not store.has(cell_key(cell))]  # which cells exist; nothing read yet
@@ -144,10 +144,6 @@ def _check_choices(option, chosen, allowed) -> None:
         raise InvalidParameterError(f"The '{option}' option must list values among {list(allowed)}. Got {bad[0]!r}.")
 
 
-def _seed(seed) -> int:
-    if not 0 <= seed < 2**63:  # numpy's SeedSequence and the stored uint64 seeds take 63 bits here
-        raise InvalidParameterError(f"The '--seed' option must be an int in the range [0, 2^63). Got {seed} instead.")
-    return seed
 
 
 def _protocol(args) -> dict:

@@ -32,18 +32,22 @@ Outputs are never overwritten: a directory that holds any of them is refused unl
 resumes it (``--resume``: the same :data:`RESUME_SETTINGS`; finished claims are kept, claims
 that ended in ``error`` are searched again) or replaces it (``--overwrite``: the earlier run's
 outputs are removed first). Other files in the directory are left alone, as ``verify`` does.
-Reading ``falsify.json`` back executes nothing: it is JSON, checked before use.
+Reading ``falsify.json`` back executes nothing: it is JSON, checked against its schema before use
+(:mod:`cflbounds._schemas`).
 """
 from __future__ import annotations
 
 import json
 import math
+import shlex
 import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 
 from .. import __version__
 from .._files import atomic_write, atomic_write_text, open_run_directory
+from .._read_json import check_unique_ids, read_json
+from .._schemas import FALSIFY_FILE
 from .._validation import InvalidParameterError
 from ..verify.domain import format_ratio
 from ..verify.verdict import json_safe
@@ -140,29 +144,14 @@ class FalsifyRecord:
 
 
 def read_falsify_record(path) -> dict:
-    """The checked content of a ``falsify.json`` as ``{"metadata", "results"}``; raises
-    :class:`InvalidParameterError` naming the file and what is wrong. Numbers written as
-    ``"inf"``/``"nan"`` (strict JSON) come back as floats where the command reads them."""
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise InvalidParameterError(f"{path}: not a readable falsify record ({type(error).__name__}: {error}).") from None
-    if not isinstance(data, dict) or not isinstance(data.get("metadata"), dict) \
-            or not isinstance(data.get("results"), list):
-        raise InvalidParameterError(f"{path}: expected an object with 'metadata' (an object) and 'results' (an array), "
-                                    "as cflbounds falsify writes.")
-    seen = set()
-    for number, result in enumerate(data["results"], 1):
-        if not isinstance(result, dict) or not isinstance(result.get("id"), str) \
-                or result.get("outcome") not in OUTCOMES:
-            raise InvalidParameterError(f"{path}: result {number} is not a falsify result (an object with an 'id' and an "
-                                        f"'outcome' among {', '.join(OUTCOMES)}).")
-        if result["id"] in seen:
-            raise InvalidParameterError(f"{path}: result {number} repeats the claim {result['id']}.")
-        seen.add(result["id"])
-        for key in ("best_ratio", "seconds"):
-            result[key] = _number(result.get(key))
+    """The checked content of a ``falsify.json`` as ``{"metadata", "results"}``: checked against
+    its schema (:data:`cflbounds._schemas.FALSIFY_FILE`) before it is used, else
+    :class:`InvalidParameterError` naming the file, the field and what is wrong. A best ratio
+    written as ``"inf"``/``"nan"`` (strict JSON) comes back as a float."""
+    data = read_json(path, FALSIFY_FILE, what="the JSON `cflbounds falsify` writes")
+    check_unique_ids(path, data["results"], "results")
+    for result in data["results"]:
+        result["best_ratio"] = _number(result["best_ratio"])
     return data
 
 
@@ -247,14 +236,15 @@ def confirmation_figure(result: dict) -> dict:
 
 
 def replay_command(path) -> str:
-    """The command that replays a counterexample file."""
-    return f"cflbounds falsify --replay {path}"
+    """The command that replays a counterexample file, quoted for a POSIX shell."""
+    return shlex.join(["cflbounds", "falsify", "--replay", str(path)])
 
 
 def falsify_command(claim_id: str, metadata: dict) -> str:
     """The command that searches ``claim_id`` again as the run of ``metadata`` did (its seed,
-    its limit: evaluations or seconds, its confidence; the device when it was CUDA)."""
-    parts = ["cflbounds", "falsify", claim_id]
+    its limit: evaluations or seconds, its confidence; the device when it was CUDA), quoted
+    for a POSIX shell."""
+    parts = ["cflbounds", "falsify", str(claim_id)]
     if metadata.get("max_evaluations"):
         parts += ["--evaluations", str(metadata["max_evaluations"])]
     elif metadata.get("budget_seconds"):
@@ -265,7 +255,7 @@ def falsify_command(claim_id: str, metadata: dict) -> str:
         parts += ["--confidence", f"{float(metadata['confidence']):g}"]
     if str(metadata.get("device", "")).startswith("cuda"):
         parts += ["--device", "cuda"]
-    return " ".join(parts)
+    return shlex.join(parts)  # each argument quoted: the ID and the seed come from the run's files
 
 
 def _headline(result: dict, example: dict) -> str:

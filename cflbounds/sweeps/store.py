@@ -26,6 +26,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .._files import WriteError, atomic_write
+from .._read_json import JSONProblem, parse_json, read_json
+from .._schemas import SWEEP_MANIFEST
 from .._validation import InvalidParameterError
 
 __all__ = ["ResultStore", "STORE_FILES"]
@@ -109,7 +111,13 @@ class ResultStore:
         Which cells a sweep selects (panels, axis values) may differ between runs into one
         store: a cell's rows depend on its own parameters only."""
         for key in self.cells():
-            stored = json.loads(key)
+            try:
+                stored = parse_json(key.encode())
+            except JSONProblem as problem:
+                stored = problem
+            if not isinstance(stored, dict):
+                raise InvalidParameterError(f"{self._path(key)} is not a cell of a sweep (its key is not a JSON object: "
+                                            f"{stored!s:.80}); delete it to recompute that cell.")
             for name, value in settings.items():
                 if stored.get(name) != value:
                     raise InvalidParameterError(
@@ -123,11 +131,10 @@ class ResultStore:
         self._write_atomically(self.directory / MANIFEST, lambda path: Path(path).write_text(text))
 
     def read_manifest(self) -> dict | None:
+        """The store's ``sweep.json``, checked against its schema (:mod:`cflbounds._schemas`;
+        one line naming the file and the field otherwise), or None without one."""
         path = self.directory / MANIFEST
-        if not path.is_file():
+        if not path.exists():
             return None
-        try:
-            return json.loads(path.read_text())
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise InvalidParameterError(f"{path} is not a readable sweep manifest ({_reason(error)}); delete it "
-                                        "(the cells keep their own settings).") from error
+        return read_json(path, SWEEP_MANIFEST, what="the JSON `cflbounds sweep` writes; delete it, the cells keep "
+                                                    "their own settings")

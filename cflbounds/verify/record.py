@@ -19,6 +19,7 @@ again. ``finished`` is set once the report is on disk.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import platform
 import re
@@ -34,9 +35,11 @@ from pyarrow import ArrowException
 
 from .. import __version__
 from .._files import atomic_write_table, atomic_write_text, open_run_directory, safe_file_name
+from .._read_json import check_json, check_unique_ids, load_json
+from .._schemas import VERDICTS_FILE
 from .._validation import InvalidParameterError
 from .context import table_name_of
-from .verdict import VERDICTS, Verdict, json_safe
+from .verdict import Verdict, json_safe
 
 __all__ = ["RECORD_NAME", "RESUME_SETTINGS", "RUN_FILES", "RUN_FOLDERS", "RunRecord", "read_record", "run_metadata",
            "dependency_versions"]
@@ -50,8 +53,6 @@ RUN_FOLDERS = ("tables", "partial", "counterexamples", "sweeps")
 # (DESIGN.md, Determinism; tested). The device is: CUDA kernels sum in other orders than CPU ones.
 # So is the search a claim with a domain got (its evaluations, or its seconds).
 RESUME_SETTINGS = ("cflbounds", "scale", "seed", "device", "search")
-_OBJECT_FIELDS = {"evidence": dict, "details": dict, "assumptions": list, "plot": (dict, list), "designed": dict,
-                  "search": dict}
 
 
 def now() -> str:
@@ -109,66 +110,29 @@ def run_metadata(context, command, search: dict | None = None) -> dict:
                       executor=context.executor, search=search)
 
 
-def _problem(path: Path, what: str) -> InvalidParameterError:
-    return InvalidParameterError(f"{path}: {what}")
-
-
-def _json_type(value) -> str:
-    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
-    return names.get(type(value), "a number")
-
-
-def _check_entries(path: Path, entries: list) -> None:
-    seen = set()
-    for index, entry in enumerate(entries):
-        where = f"verdict {index + 1}"
-        if not isinstance(entry, dict):
-            raise _problem(path, f"{where} is {_json_type(entry)}, expected an object.")
-        claim_id = entry.get("id")
-        if not isinstance(claim_id, str) or not claim_id:
-            raise _problem(path, f"{where} has no 'id' (a claim ID, PAPER.NAME).")
-        if "verdict" not in entry:
-            raise _problem(path, f"{where} ({claim_id}) has no 'verdict'.")
-        if entry["verdict"] not in VERDICTS:
-            raise _problem(path, f"{where} ({claim_id}) has the unknown verdict {entry['verdict']!r}; "
-                                 f"expected one of {', '.join(VERDICTS)}.")
-        for name, kind in _OBJECT_FIELDS.items():
-            if entry.get(name) is not None and not isinstance(entry[name], kind):
-                raise _problem(path, f"{where} ({claim_id}): its '{name}' is {_json_type(entry[name])}, expected "
-                                     f"{'an object' if kind is dict else 'an array'}.")
-        if claim_id in seen:
-            raise _problem(path, f"{where} repeats the claim {claim_id}.")
-        seen.add(claim_id)
+def _with_defaults(entry: dict) -> dict:
+    """A verdict read back with every :class:`Verdict` field: one missing (a file of an older
+    cflbounds) takes its default."""
+    defaults = {field.name: field.default if field.default is not dataclasses.MISSING else field.default_factory()
+                for field in dataclasses.fields(Verdict) if field.name not in entry
+                and (field.default is not dataclasses.MISSING or field.default_factory is not dataclasses.MISSING)}
+    return {**entry, **defaults}
 
 
 def read_record(path) -> dict:
-    """The validated content of a ``verdicts.json`` as ``{"metadata", "verdicts"}``.
+    """The validated content of a ``verdicts.json`` as ``{"metadata", "verdicts"}``, checked
+    against its schema (:data:`cflbounds._schemas.VERDICTS_FILE`) before it is used.
 
-    Raises :class:`InvalidParameterError` naming the file and what is wrong with it. The
-    list-only format of cflbounds before run metadata is read with empty metadata.
+    Raises :class:`InvalidParameterError` naming the file, the field and what is wrong with it.
+    The list-only format of cflbounds before run metadata is read with empty metadata; a
+    verdict's fields with a default (:class:`Verdict`) may be missing and read as it.
     """
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise _problem(path, "not UTF-8 text (expected the JSON `cflbounds verify` writes).") from None
-    except OSError as error:
-        raise _problem(path, f"cannot be read ({error.strerror or type(error).__name__}).") from None
-    if not text.strip():
-        raise _problem(path, "the file is empty (expected the JSON `cflbounds verify` writes).")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise _problem(path, f"not valid JSON ({error.msg} at line {error.lineno}, column {error.colno}).") from None
+    data = load_json(path, what="the JSON `cflbounds verify` writes")
     if isinstance(data, list):  # the format before run metadata
         data = {"metadata": {}, "verdicts": data}
-    if not isinstance(data, dict) or not isinstance(data.get("verdicts"), list):
-        found = "an object without a 'verdicts' array" if isinstance(data, dict) else _json_type(data)
-        raise _problem(path, f"expected an object with 'metadata' and a 'verdicts' array, found {found}.")
-    if not isinstance(data.get("metadata", {}), dict):
-        raise _problem(path, f"its 'metadata' is {_json_type(data['metadata'])}, expected an object.")
-    _check_entries(path, data["verdicts"])
-    return {"metadata": data.get("metadata", {}), "verdicts": data["verdicts"]}
+    check_json(path, data, VERDICTS_FILE)
+    check_unique_ids(path, data["verdicts"], "verdicts")
+    return {"metadata": data.get("metadata", {}), "verdicts": [_with_defaults(entry) for entry in data["verdicts"]]}
 
 
 class RunRecord:
