@@ -149,7 +149,6 @@ def run(args) -> int:
     from ..reports.outputs import write_report
     from ..verify.context import VerifyContext
     from ..verify.costs import claim_costs
-    from ..verify.checkpoints import check_checkpoints
     from ..verify.progress import run_display
     from ..verify.record import RunRecord
     from ..verify.run import CLAIM_TIMEOUTS, expand_claim_ids, implemented_claims, verify_claims
@@ -158,8 +157,6 @@ def run(args) -> int:
     check_seed(args.seed)
     if args.resume and args.out is None:
         raise InvalidParameterError("The '--resume' option needs --out DIR, the directory of the run to continue.")
-    if args.resume:  # a damaged or crafted checkpoint is the run directory's fault: said now, in one line
-        check_checkpoints(args.out)
     ids = expand_claim_ids(args.ids) if args.ids else implemented_claims()
     check_executor_options(args)
     where, limit = isolation(args.isolation, args.raise_errors), claim_timeout(args, CLAIM_TIMEOUTS[args.scale])
