@@ -34,11 +34,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._validation import Interval, validate_params
+from .._validation import Constraint, Interval, validate_params
 
 __all__ = ["DissimilaritySup", "gradient_norm_sq", "dissimilarity_sup", "gradient_variance", "gradient_variance_bound"]
 
 _BISECTIONS = 200
+_QUADRATICS = Constraint(lambda v: hasattr(v, "dissimilarity_form") and hasattr(v, "local_dissimilarity"),
+                         "a HeterogeneousQuadratics batch")
 
 
 class DissimilaritySup(NamedTuple):
@@ -57,7 +59,7 @@ def gradient_norm_sq(problem, w) -> np.ndarray:
     return np.square(problem.gradient(w)).sum(-1)
 
 
-@validate_params({"epsilon": [Interval(Real, 0, None, closed="neither")]})
+@validate_params({"problem": [_QUADRATICS], "epsilon": [Interval(Real, 0, None, closed="neither")]})
 def dissimilarity_sup(problem, epsilon: float) -> DissimilaritySup:
     """FedProx's ``B_eps = sup { B(w) : ||grad f(w)||^2 > eps }`` of every problem of a
     :class:`~.heterogeneous_quadratics.HeterogeneousQuadratics` batch, exactly (module
