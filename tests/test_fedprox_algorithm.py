@@ -15,6 +15,8 @@ from cflbounds.algorithms.fedprox import fedprox
 from cflbounds.synthetic.heterogeneous_logistic import make_heterogeneous_logistic
 from cflbounds.synthetic.heterogeneous_quadratics import make_heterogeneous_quadratics
 
+from cflbounds.verify.testing import assert_rejected, invalid_calls
+
 from conftest import examples, load_benchmark
 
 reference_fedprox = load_benchmark("reference_catalogue").reference_fedprox  # the per-run, per-device loop
@@ -218,3 +220,11 @@ def test_bad_input_is_one_line_before_any_work(problem, nonconvex, which, option
 def test_paper_sampling_may_draw_more_devices_than_there_are(problem):
     trace = fedprox(problem, rounds=2, mu=1.0, sampled=2 * N)
     assert trace.sampled_clients.shape[-1] == 2 * N
+
+
+VALID_CALLS = {fedprox: dict(problem=make_heterogeneous_quadratics(3, 2, seed=0), rounds=1, mu=1.0, sampled=2)}
+
+
+@pytest.mark.parametrize("function, kwargs, name", invalid_calls(VALID_CALLS))
+def test_every_parameter_is_validated_with_its_name(function, kwargs, name):
+    assert_rejected(function, kwargs, name)

@@ -16,6 +16,8 @@ from cflbounds.synthetic.dissimilarity_constants import (dissimilarity_sup, grad
                                                          gradient_variance_bound)
 from cflbounds.synthetic.heterogeneous_quadratics import make_heterogeneous_quadratics
 
+from cflbounds.verify.testing import assert_rejected, invalid_calls
+
 from conftest import examples
 
 mk = make_heterogeneous_quadratics
@@ -146,3 +148,8 @@ def test_the_proximal_map_is_the_minimiser_of_h_k(negative_curvature, spread, mu
                              options={"gtol": 1e-12}).x
             closed = operator[b, k].numpy() @ start + offset[b, k].numpy()
             np.testing.assert_allclose(closed, found, atol=1e-7)
+
+
+@pytest.mark.parametrize("function, kwargs, name", invalid_calls(VALID))
+def test_every_parameter_is_validated_with_its_name(function, kwargs, name):
+    assert_rejected(function, kwargs, name)

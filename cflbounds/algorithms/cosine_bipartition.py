@@ -21,7 +21,9 @@ whose value is ``alpha_cross^max``. Three ways to compute it (``BIPARTITIONS``):
   (``T`` is connected), whose weight is at least ``w*``. So ``w* = alpha_cross^max``, for every
   ``m``; on ties any minimiser may come out (``tests/test_cfl_algorithm.py`` checks the value
   against the exhaustive search for every ``m`` it reaches, and the partition where the argmin is
-  unique). The tree is scipy's ``minimum_spanning_tree`` on ``2 - alpha`` (positive weights);
+  unique). The tree is scipy's ``minimum_spanning_tree`` on the ranks of ``-alpha`` (a spanning
+  tree's weight order is all that matters, and ranks keep it exactly where ``2 - alpha`` would
+  round differences of 1e-16 away);
 * ``"agglomerative"``: what the authors' code computes (github.com/felisat/clustered-federated-
   learning, ``fl_devices.py``, ``Server.cluster_clients``): scikit-learn's
   ``AgglomerativeClustering(linkage="complete")`` with two clusters on ``-alpha`` as a
@@ -54,10 +56,11 @@ _LABELS = Constraint(lambda v: np.ndim(v) == 1 and np.asarray(v).dtype.kind in "
 
 def cosine_similarities(vectors) -> np.ndarray:
     """``alpha_(i,j) = <v_i, v_j> / (||v_i|| ||v_j||)`` of the rows of ``vectors`` ``(..., m, d)``
-    (a tensor or an array), float64 ``(..., m, m)``; a zero vector's similarities are 0."""
+    (a tensor or an array), float64 ``(..., m, m)``, exactly symmetric; a zero vector's similarities are 0."""
     array = torch.as_tensor(vectors).double()
     unit = torch.nn.functional.normalize(array, dim=-1, eps=float(np.finfo(float).tiny))
-    return (unit @ unit.transpose(-1, -2)).clamp(-1.0, 1.0).cpu().numpy()
+    products = unit @ unit.transpose(-1, -2)  # symmetric up to the matmul's rounding: made exactly so
+    return (0.5 * (products + products.transpose(-1, -2))).clamp(-1.0, 1.0).cpu().numpy()
 
 
 def _symmetric(similarities) -> np.ndarray:
@@ -89,11 +92,14 @@ def _exhaustive(matrix: np.ndarray) -> np.ndarray:
 
 def _spanning_tree_cut(matrix: np.ndarray) -> np.ndarray:
     from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
+    from scipy.stats import rankdata
 
-    weights = 2.0 - matrix  # >= 1 > 0: every pair is an edge
-    np.fill_diagonal(weights, 0.0)
-    tree = minimum_spanning_tree(weights).tocoo()
-    lightest = int(np.argmax(tree.data))  # the largest 2 - alpha: the smallest similarity
+    m = matrix.shape[0]
+    upper = np.triu_indices(m, 1)
+    weights = np.zeros((m, m))
+    weights[upper] = rankdata(-matrix[upper], method="dense")  # 1, 2, ...: alpha's order, exactly, no rounding
+    tree = minimum_spanning_tree(weights).tocoo()  # a maximum spanning tree of alpha
+    lightest = int(np.argmax(tree.data))  # its edge of the smallest similarity
     keep = np.arange(tree.data.size) != lightest
     forest = np.zeros_like(weights)
     forest[tree.row[keep], tree.col[keep]] = 1.0
