@@ -12,7 +12,8 @@ one run at a time, a Python loop over clients and local steps, NumPy mat-vecs.
 * :func:`reference_cosine_cfl`: Sattler et al.'s CFL as the authors' code is organised
   (github.com/felisat/clustered-federated-learning: a list of clusters of client indices, the
   cosines by a double loop over clients as ``pairwise_angles``, ``AgglomerativeClustering`` on
-  ``-S``), with the paper's bipartition by a plain search over ``itertools.product``.
+  ``-S``), with the paper's bipartition by a plain search over ``itertools.product`` or by
+  scipy's single linkage (``scipy.cluster.hierarchy``, not the product's spanning tree).
 
 They use the random numbers the batched runs document (:mod:`cflbounds.algorithms.local_updates`):
 run key ``hash(problem seed, seed)``, the noise of client ``k`` at local step ``t`` from
@@ -27,6 +28,8 @@ import itertools
 import math
 
 import numpy as np
+from scipy.cluster.hierarchy import cut_tree, linkage
+from scipy.spatial.distance import squareform
 from sklearn.cluster import AgglomerativeClustering
 
 from cflbounds.synthetic.counter_random import counter_hash, counter_normal, counter_uniform
@@ -180,11 +183,15 @@ def _pairwise_angles(updates):
 
 
 def _reference_bipartition(S, method):
-    """The paper's argmin over bipartitions by a plain search (client 0 in the first part, the first
-    minimiser in the order of the bit masks of clients 1..m-1), or the authors' clustering."""
+    """The paper's argmin over bipartitions: ``"exhaustive"`` by a plain search (client 0 in the
+    first part, the first minimiser in the order of the bit masks of clients 1..m-1), ``"exact"``
+    by scipy's single linkage on 1 - S cut into two clusters; or the authors' clustering."""
     m = len(S)
     if method == "agglomerative":
         labels = AgglomerativeClustering(n_clusters=2, metric="precomputed", linkage="complete").fit(-S).labels_
+        return np.asarray(labels != labels[0], dtype=int)
+    if method == "exact":
+        labels = cut_tree(linkage(squareform(1.0 - S, checks=False), method="single"), n_clusters=2)[:, 0]
         return np.asarray(labels != labels[0], dtype=int)
     best, best_part = np.inf, None
     for bits in itertools.product([0, 1], repeat=m - 1):

@@ -146,8 +146,8 @@ def test_a_run_is_the_same_alone_and_in_a_batch(problem):
 
 def test_the_trace_records_the_iterates_constants(problem):
     trace = fedprox(problem, rounds=4, mu=1.0, sampled=4, init=X0)
-    np.testing.assert_allclose(trace.dissimilarity, problem.local_dissimilarity(trace.points), rtol=1e-12)
-    np.testing.assert_allclose(trace.gradient_norm_sq, np.square(problem.gradient(trace.points)).sum(-1), rtol=1e-12)
+    np.testing.assert_allclose(trace.dissimilarity, problem.local_dissimilarity(trace.points), rtol=1e-10)
+    np.testing.assert_allclose(trace.gradient_norm_sq, np.square(problem.gradient(trace.points)).sum(-1), rtol=1e-10)
     gradients = problem.client_gradients(trace.points[:, :-1])  # (B, R, N, d): grad F_k(w^t)
     chosen = np.take_along_axis(np.linalg.norm(gradients, axis=-1), trace.sampled_clients, axis=-1)
     np.testing.assert_allclose(trace.client_gradient_norm, chosen, rtol=1e-12)
@@ -165,8 +165,8 @@ def test_the_experiments_sampling_draws_distinct_devices_weighted_by_data(proble
 def test_logistic_clients_run_gradient_descent():
     logistic = make_heterogeneous_logistic(2, 6, 20, 3, batch_size=2, seed=1)
     trace = fedprox(logistic, rounds=3, mu=0.5, sampled=3, local_solver="gd", local_steps=500, inexactness=0.1)
-    assert np.all(trace.inexactness <= 0.1) and trace.dissimilarity is None
-    assert np.all(np.isfinite(trace.objective_gap)) and np.all(np.isfinite(trace.gradient_norm_sq))
+    assert np.all(trace.inexactness <= 0.1) and np.all(trace.dissimilarity >= 1.0)
+    np.testing.assert_allclose(trace.gradient_norm_sq, np.square(logistic.gradient(trace.points)).sum(-1), rtol=1e-9)
     with pytest.raises(InvalidParameterError, match="proximal map"):
         fedprox(logistic, rounds=1, mu=0.5, sampled=2)
 

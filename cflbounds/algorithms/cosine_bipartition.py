@@ -21,9 +21,8 @@ whose value is ``alpha_cross^max``. Three ways to compute it (``BIPARTITIONS``):
   (``T`` is connected), whose weight is at least ``w*``. So ``w* = alpha_cross^max``, for every
   ``m``; on ties any minimiser may come out (``tests/test_cfl_algorithm.py`` checks the value
   against the exhaustive search for every ``m`` it reaches, and the partition where the argmin is
-  unique). The tree is scipy's ``minimum_spanning_tree`` on the ranks of ``-alpha`` (a spanning
-  tree's weight order is all that matters, and ranks keep it exactly where ``2 - alpha`` would
-  round differences of 1e-16 away);
+  unique). The tree is Prim's, grown from client 0 by comparisons of alpha alone (no arithmetic on
+  alpha, so no rounding; O(m^2));
 * ``"agglomerative"``: what the authors' code computes (github.com/felisat/clustered-federated-
   learning, ``fl_devices.py``, ``Server.cluster_clients``): scikit-learn's
   ``AgglomerativeClustering(linkage="complete")`` with two clusters on ``-alpha`` as a
@@ -91,20 +90,25 @@ def _exhaustive(matrix: np.ndarray) -> np.ndarray:
 
 
 def _spanning_tree_cut(matrix: np.ndarray) -> np.ndarray:
-    from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
-    from scipy.stats import rankdata
-
+    """Prim's algorithm for a maximum spanning tree from client 0 (comparisons of alpha only: no
+    rounding), then the cut at its first lightest edge: the subtree below it is part 1."""
     m = matrix.shape[0]
-    upper = np.triu_indices(m, 1)
-    weights = np.zeros((m, m))
-    weights[upper] = rankdata(-matrix[upper], method="dense")  # 1, 2, ...: alpha's order, exactly, no rounding
-    tree = minimum_spanning_tree(weights).tocoo()  # a maximum spanning tree of alpha
-    lightest = int(np.argmax(tree.data))  # its edge of the smallest similarity
-    keep = np.arange(tree.data.size) != lightest
-    forest = np.zeros_like(weights)
-    forest[tree.row[keep], tree.col[keep]] = 1.0
-    _, labels = connected_components(forest, directed=False)
-    return _canonical(labels)
+    in_tree = np.zeros(m, dtype=bool)
+    in_tree[0] = True
+    best, parent = matrix[0].copy(), np.zeros(m, dtype=np.int64)  # strongest link of each vertex to the tree
+    order, weights = [0], []
+    for _ in range(m - 1):
+        vertex = int(np.argmax(np.where(in_tree, -np.inf, best)))
+        order.append(vertex)
+        weights.append(best[vertex])
+        in_tree[vertex] = True
+        closer = ~in_tree & (matrix[vertex] > best)
+        best[closer], parent[closer] = matrix[vertex][closer], vertex
+    child = order[1 + int(np.argmin(weights))]  # the tree edge (parent[child], child) of the smallest similarity
+    below = np.zeros(m, dtype=bool)
+    for vertex in order[1:]:  # parents join the tree before their children
+        below[vertex] = vertex == child or below[parent[vertex]]
+    return below.astype(np.int64)
 
 
 def _agglomerative(matrix: np.ndarray) -> np.ndarray:

@@ -44,7 +44,6 @@ import torch
 from .._threads import follow_load
 from .._validation import Boolean, Constraint, Interval, NoneOK, Options, require, validate_params
 from .cosine_bipartition import BIPARTITIONS, EXHAUSTIVE_LIMIT, bipartition_kernel, cosine_similarities
-from .federated import gather_groups, group_average
 from .local_updates import COUNT, INIT, POSITIVE_STEP, check_step, client_updates, initial_points, step_schedule
 
 __all__ = ["cosine_cfl", "CosineCflTrace", "SplitTest", "UPDATES", "SPLIT_TESTS", "WEIGHTINGS"]
@@ -84,8 +83,8 @@ class CosineCflTrace:
     at the split test (the clusters before the round's splits). ``splits``: every bipartition
     computed, as :class:`SplitTest` rows, in order. ``final_models`` ``(B, m, p)`` float64 (each
     client's cluster model); ``models`` ``(B, R + 1, m, p)`` when recorded, else None.
-    ``diverged`` ``(B,)`` and ``diverged_at`` ``(B,)`` (the first round whose models are not
-    finite, -1 if none)."""
+    ``diverged`` ``(B,)``: some update or the final models are not finite; ``diverged_at``
+    ``(B,)``: the first round whose updates are not finite (its models overflowed), -1 if none."""
 
     labels: np.ndarray
     update_norm: np.ndarray
@@ -166,57 +165,69 @@ def _run(problem, start, step_size, config, record_models) -> CosineCflTrace:
     R, E = config["rounds"], config["local_steps"]
     step = step_schedule(step_size, B, dtype, device)
     oracle = problem.oracle()
-    weights = torch.as_tensor(np.broadcast_to(problem.weights if config["weighting"] == "data" else np.ones(m),
-                                              (B, m)).copy(), dtype=dtype, device=device)
+    client_weights = np.asarray(problem.weights, dtype=float) if config["weighting"] == "data" else np.ones(m)
     smallest = 2 if config["split_test"] == "paper" else 3
     models = start[:, None].expand(B, m, d).contiguous()
-    labels = torch.zeros((B, m), dtype=torch.long, device=device)
+    labels = np.zeros((B, m), dtype=np.int64)
+    clusters = _Clusters(labels, client_weights, dtype, device)
     next_id = np.ones(B, dtype=np.int64)
     label_record = np.zeros((B, R + 1, m), dtype=np.int64)
     norms_record, cluster_record = np.empty((B, R, m)), np.empty((B, R, m))
     model_record = np.empty((B, R + 1, m, d)) if record_models else None
     if record_models:
         model_record[:, 0] = models.double().cpu().numpy()
-    finite_until = np.full(B, -1)
+    diverged_at = np.full(B, -1)
     splits = []
     for r in range(1, R + 1):
         if config["updates"] == "gradients":
             updates = oracle.gradient(models)
         else:
             updates = client_updates(oracle, models, None, first_step=0, steps=E, step=step) - models
-        norms = updates.norm(dim=-1)
-        mean, _ = group_average(updates, labels, m, weights)
-        mean_norm = mean.norm(dim=-1)  # (B, m): per cluster id
-        largest = torch.zeros_like(mean_norm).scatter_reduce(1, labels, norms, "amax", include_self=False)
-        sizes = torch.zeros_like(mean_norm).scatter_add(1, labels, torch.ones_like(norms))
-        norms_record[:, r - 1] = norms.double().cpu().numpy()
-        cluster_record[:, r - 1] = gather_groups(mean_norm, labels).double().cpu().numpy()
-        candidates = ((mean_norm < config["eps1"]) & (largest > config["eps2"]) & (sizes >= smallest)).cpu().numpy()
+        moved = clusters.average @ updates  # every client's cluster mean update, (B, m, d)
+        norms = norms_record[:, r - 1] = updates.norm(dim=-1).double().cpu().numpy()
+        mean_norm = cluster_record[:, r - 1] = moved.norm(dim=-1).double().cpu().numpy()
+        diverged_at = np.where((diverged_at < 0) & ~np.isfinite(norms).all(-1), r, diverged_at)
+        largest = np.where(clusters.same, norms[:, None, :], -np.inf).max(axis=-1)
+        candidates = clusters.first & (clusters.sizes >= smallest) & (mean_norm < config["eps1"]) & (
+            largest > config["eps2"])  # one client per cluster stands for it
         if r >= config["first_split_round"] and candidates.any():
             labels = _split(updates, labels, candidates, next_id, r, config, splits)
-            mean, _ = group_average(updates, labels, m, weights)
-        moved = gather_groups(mean, labels)
+            clusters = _Clusters(labels, client_weights, dtype, device)
+            moved = clusters.average @ updates
         models = models - step(r) * moved if config["updates"] == "gradients" else models + moved
-        label_record[:, r] = labels.cpu().numpy()
-        finite = torch.isfinite(models).all(dim=-1).all(dim=-1).cpu().numpy()
-        finite_until = np.where((finite_until < 0) & ~finite, r, finite_until)
+        label_record[:, r] = labels
         if record_models:
             model_record[:, r] = models.double().cpu().numpy()
+    final = models.double().cpu().numpy()
     return CosineCflTrace(labels=label_record, update_norm=norms_record, cluster_update_norm=cluster_record,
-                          splits=tuple(splits), final_models=models.double().cpu().numpy(), diverged=finite_until >= 0,
-                          diverged_at=finite_until, config=config, models=model_record)
+                          splits=tuple(splits), final_models=final,
+                          diverged=(diverged_at >= 0) | ~np.isfinite(final).all(axis=(1, 2)), diverged_at=diverged_at,
+                          config=config, models=model_record)
 
 
-def _split(updates, labels, candidates, next_id, round_index, config, splits) -> torch.Tensor:
-    """Bipartition every candidate cluster; apply the splits the test keeps. Returns new labels."""
-    labels_now = labels.cpu().numpy()
-    new_labels = labels_now.copy()
+class _Clusters:
+    """The cluster structure of ``labels`` ``(B, m)``: ``same`` ``(B, m, m)`` (one cluster),
+    ``average`` ``(B, m, m)`` (row ``i``: the weights ``w_j / sum_{j' in c(i)} w_j'`` of its
+    cluster's clients), ``sizes`` ``(B, m)`` (each client's cluster's), ``first`` ``(B, m)`` (the
+    cluster's first client)."""
+
+    def __init__(self, labels, client_weights, dtype, device):
+        self.same = labels[:, :, None] == labels[:, None, :]
+        weighted = self.same * client_weights
+        self.average = torch.as_tensor(weighted / weighted.sum(axis=-1, keepdims=True), dtype=dtype, device=device)
+        self.sizes = self.same.sum(axis=-1)
+        self.first = np.argmax(self.same, axis=-1) == np.arange(labels.shape[1])
+
+
+def _split(updates, labels, candidates, next_id, round_index, config, splits) -> np.ndarray:
+    """Bipartition the cluster of every candidate client ``(B, m)``; apply the splits the test keeps.
+    Returns the new labels."""
+    new_labels = labels.copy()
     for b in np.flatnonzero(candidates.any(axis=1)):
         similarities = cosine_similarities(updates[b])
-        for cluster in np.flatnonzero(candidates[b]):
-            members = np.flatnonzero(labels_now[b] == cluster)
+        for cluster in labels[b, candidates[b]]:
+            members = np.flatnonzero(labels[b] == cluster)
             block = similarities[np.ix_(members, members)]
-            block = 0.5 * (block + block.T)
             part = bipartition_kernel(block, config["bipartition"])
             side = part != 0
             cross = float(np.where(~side[:, None] & side[None, :], block, -np.inf).max())
@@ -228,4 +239,4 @@ def _split(updates, labels, candidates, next_id, round_index, config, splits) ->
             if split:
                 new_labels[b, members[side]] = next_id[b]
                 next_id[b] += 1
-    return torch.as_tensor(new_labels, device=labels.device)
+    return new_labels

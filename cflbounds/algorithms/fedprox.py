@@ -30,12 +30,20 @@ Local solvers (``local_solver``):
 
 Every round records, per sampled slot, the realised ``gamma_k^t = ||grad h_k(w_k; w^t)|| /
 ||grad F_k(w^t)||`` (0 when both are 0), the steps taken and ``||grad F_k(w^t)||``; per iterate,
-``||grad f(w^t)||^2`` and, on quadratics, FedProx's ``B(w^t)`` (Definition 3). A run whose
+``||grad f(w^t)||^2`` and FedProx's ``B(w^t)`` (Definition 3), from the devices' gradients at
+``w^t`` the round computes anyway (in the problem's dtype; on quadratics the problem's
+``local_dissimilarity`` gives B in closed form near ``w*`` too). A run whose
 iterate stops being finite is recorded as diverged (:class:`~.iterate_trace.IterateTrace`),
 never an exception.
 
-Randomness: the sampling uses the stream of :mod:`.local_updates` (``STREAM_SAMPLING``); the
-local solves are deterministic.
+Every device solves its local problem each round and only the sampled ones are aggregated (as
+:mod:`.fedavg_noniid` runs FedAvg): the same models as solving the sampled devices alone (the
+solves are deterministic), one batched solve for all ``N`` devices rather than a gather of the
+``K`` sampled ones' matrices each round (``benchmarks/bench_catalogue.py``). With the stopping
+rule the loop runs until every device has stopped (or the cap): the sampled devices' steps and
+solutions are their own.
+
+Randomness: the sampling uses the stream of :mod:`.local_updates` (``STREAM_SAMPLING``).
 """
 from __future__ import annotations
 
@@ -74,7 +82,7 @@ class FedProxTrace(IterateTrace):
     ``inexactness`` ``(B, R, K)`` the realised ``gamma_k^t``; ``local_steps_taken`` ``(B, R, K)``
     (0 for exact solves); ``client_gradient_norm`` ``(B, R, K)`` ``||grad F_k(w^t)||``;
     ``gradient_norm_sq`` ``(B, R + 1)`` ``||grad f(w^t)||^2``; ``dissimilarity`` ``(B, R + 1)``
-    ``B(w^t)`` (``inf`` at a stationary point; None when the problem has no closed form).
+    ``B(w^t) = sqrt(E_k ||grad F_k(w^t)||^2 / ||grad f(w^t)||^2)`` (``inf`` at a stationary point).
     Entries of a diverged run after its divergence are not finite."""
 
     sampled_clients: np.ndarray | None = None
@@ -153,12 +161,13 @@ def fedprox(problem, *, rounds: int, mu, sampled: int, sampling: str = "paper", 
 
 
 def _run(problem, x, keys, R, mus, K, scheme, solver, E, eta, gamma, config) -> FedProxTrace:
-    B, d = problem.batch_size, problem.d
+    B, N, d = problem.batch_size, problem.clients, problem.d
     dtype, device = problem.dtype, problem.device
     rows = torch.arange(B, device=device)[:, None]
     sampling_keys = counter_hash(keys, STREAM_SAMPLING)
     probabilities = np.asarray(problem.weights, dtype=float)
     mu = torch.as_tensor(mus, dtype=dtype, device=device)[:, None, None]
+    oracle = problem.oracle()
     if solver == "exact":
         operator, offset = problem.proximal_map(mus)
     else:
@@ -168,36 +177,45 @@ def _run(problem, x, keys, R, mus, K, scheme, solver, E, eta, gamma, config) -> 
     record = {name: np.empty((B, R, K)) for name in ("slot_weights", "inexactness", "client_gradient_norm")}
     chosen_all = np.empty((B, R, K), dtype=np.int64)
     steps_taken = np.zeros((B, R, K), dtype=np.int64)
+    client_weights = torch.as_tensor(probabilities, dtype=dtype, device=device)
+    spread, mean_sq = np.empty((B, R + 1)), np.empty((B, R + 1))  # E_k ||grad F_k(w^t)||^2, ||grad f(w^t)||^2
     for r in range(R):
         chosen, weights = sampled_clients(scheme, sampling_keys, r, probabilities, K)
         clients = torch.as_tensor(chosen, device=device)
-        oracle = problem.oracle(clients)
-        start = x[:, None].expand(B, K, d)
-        start_norm = oracle.gradient(start).norm(dim=-1)  # ||grad F_k(w^t)|| = ||grad h_k(w^t; w^t)||
+        start = x[:, None].expand(B, N, d).contiguous()
+        start_gradient = oracle.gradient(start)
+        start_norm = start_gradient.norm(dim=-1)  # ||grad F_k(w^t)|| = ||grad h_k(w^t; w^t)||, (B, N)
+        spread[:, r], mean_sq[:, r] = _moments(start_gradient, start_norm, client_weights)
+        taken = np.zeros((B, N), dtype=np.int64)
         if solver == "exact":
-            local = matvec(operator[rows, clients], start.contiguous()) + offset[rows, clients]
+            local = matvec(operator, start) + offset
         else:
-            local = _gradient_descent(oracle, start, start_norm, mu, step, E, gamma, steps_taken[:, r])
+            local = _gradient_descent(oracle, start, start_norm, mu, step, E, gamma, taken)
         residual = (oracle.gradient(local) + mu * (local - start)).norm(dim=-1)
         realised = torch.where(residual == 0, torch.zeros_like(residual), residual / start_norm)
-        x = torch.einsum("bk,bkd->bd", torch.as_tensor(weights, dtype=dtype, device=device), local)
+        x = torch.einsum("bk,bkd->bd", torch.as_tensor(weights, dtype=dtype, device=device), local[rows, clients])
         points[:, r + 1] = x.double().cpu().numpy()
         chosen_all[:, r], record["slot_weights"][:, r] = chosen, weights
-        record["inexactness"][:, r] = realised.double().cpu().numpy()
-        record["client_gradient_norm"][:, r] = start_norm.double().cpu().numpy()
-    with np.errstate(all="ignore"):  # a diverged run's points are inf/NaN: so are their gradients
-        finite = np.where(np.isfinite(points), points, 0.0)
-        gradient_sq = np.where(np.isfinite(points).all(-1), np.square(problem.gradient(finite)).sum(-1), np.inf)
-        dissimilarity = (np.where(np.isfinite(points).all(-1), problem.local_dissimilarity(finite), np.nan)
-                         if hasattr(problem, "local_dissimilarity") else None)
+        record["inexactness"][:, r] = realised[rows, clients].double().cpu().numpy()
+        record["client_gradient_norm"][:, r] = start_norm[rows, clients].double().cpu().numpy()
+        steps_taken[:, r] = np.take_along_axis(taken, chosen, axis=1)
+    last = oracle.gradient(x[:, None].expand(B, N, d).contiguous())
+    spread[:, R], mean_sq[:, R] = _moments(last, last.norm(dim=-1), client_weights)
+    with np.errstate(all="ignore"):
+        dissimilarity = np.where(mean_sq > 0, np.sqrt(spread / mean_sq), np.inf)
     return trace_of(problem, points, np.arange(R + 1), keys, config, kind=FedProxTrace, sampled_clients=chosen_all,
-                    local_steps_taken=steps_taken, gradient_norm_sq=gradient_sq, dissimilarity=dissimilarity,
-                    **record)
+                    local_steps_taken=steps_taken, gradient_norm_sq=mean_sq, dissimilarity=dissimilarity, **record)
+
+
+def _moments(gradients, norms, weights):
+    """``(E_k ||grad F_k||^2, ||sum_k p_k grad F_k||^2)`` per run from every device's gradient."""
+    mean = torch.einsum("n,bnd->bd", weights, gradients)
+    return (norms.square() @ weights).double().cpu().numpy(), mean.square().sum(-1).double().cpu().numpy()
 
 
 def _gradient_descent(oracle, start, start_norm, mu, step, E, gamma, taken) -> torch.Tensor:
     """``E`` gradient steps on every ``h_k(.; w^t)`` (or until gamma-inexact); counts each
-    slot's steps into ``taken`` ``(B, K)``."""
+    device's steps into ``taken`` ``(B, N)``."""
     if gamma is None:
         taken[:] = E
         return client_updates(oracle, start, None, first_step=0, steps=E, step=step, proximal=mu)
