@@ -24,6 +24,7 @@ from cflbounds.synthetic.digit_risks import make_digit_risks
 from cflbounds.verify.testing import assert_rejected, invalid_calls
 
 from conftest import examples, load_benchmark
+from test_fedprox_algorithm import NoWork  # a problem whose oracle fails if the work starts
 
 reference_cosine_cfl = load_benchmark("reference_catalogue").reference_cosine_cfl
 
@@ -206,17 +207,6 @@ def test_learned_clients_train_and_split():
     assert trace.labels.max() >= 1  # the code's test (|c| > 2) splits the four clients at least once
 
 
-class _NoWork:
-    def __init__(self, problem):
-        self._problem = problem
-
-    def __getattr__(self, name):
-        return getattr(self._problem, name)
-
-    def oracle(self, clients=None):
-        raise AssertionError("work started before the input was checked")
-
-
 @pytest.mark.parametrize("options, fragment", [
     (dict(gamma_max=0.0), "'gamma_max' parameter"),
     (dict(gamma_max=1.0), "'gamma_max' parameter"),
@@ -232,14 +222,14 @@ class _NoWork:
 def test_bad_input_is_one_line_before_any_work(problem, options, fragment):
     kwargs = {**dict(rounds=3, step_size=0.1, eps1=0.1, eps2=0.2, gamma_max=0.3), **options}
     with pytest.raises(InvalidParameterError) as error:
-        cosine_cfl(_NoWork(problem), **kwargs)
+        cosine_cfl(NoWork(problem), **kwargs)
     assert fragment in str(error.value) and "\n" not in str(error.value)
 
 
 def test_the_exhaustive_search_is_refused_past_its_limit():
     big = make_cfl_quadratics(2, EXHAUSTIVE_LIMIT + 1, 3, seed=0)
     with pytest.raises(InvalidParameterError, match="exhaustive"):
-        cosine_cfl(_NoWork(big), rounds=1, step_size=0.1, eps1=0.1, eps2=0.2, gamma_max=0.3, bipartition="exhaustive")
+        cosine_cfl(NoWork(big), rounds=1, step_size=0.1, eps1=0.1, eps2=0.2, gamma_max=0.3, bipartition="exhaustive")
 
 
 _S = cosine_similarities(np.random.default_rng(0).standard_normal((4, 3)))

@@ -178,7 +178,7 @@ def test_divergence_is_recorded_never_raised(problem):
     assert np.all(np.isinf(trace.objective_gap[:, -1]))
 
 
-class _NoWork:
+class NoWork:
     """A problem whose oracle and proximal map fail: a call that reaches the work shows up as this error."""
 
     def __init__(self, problem):
@@ -207,7 +207,7 @@ class _NoWork:
     ("convex", dict(sampling="uniform"), "'sampling' parameter"),
 ])
 def test_bad_input_is_one_line_before_any_work(problem, nonconvex, which, options, fragment):
-    instance = _NoWork(problem if which == "convex" else nonconvex)
+    instance = NoWork(problem if which == "convex" else nonconvex)
     kwargs = {**dict(rounds=2, mu=1.0, sampled=3), **options}
     if kwargs["mu"] == "L_minus":
         kwargs["mu"] = float(nonconvex.curvature_floor.max())

@@ -28,8 +28,8 @@ weight ``p_i`` (its share of the data, uniform by default); ``pi_j = sum_{I(i)=j
   ``k = 2``: the two weighted gradients sum to 0) every orthogonal direction moves towards it
   equally, and ``u`` is a random one;
 * the cosine similarities ``alpha_(i,j)`` of the ``grad r_i(theta*)`` (``similarities``) and
-  ``alpha_intra^min`` (``intra_similarity_min``); ``alpha_cross^max`` and the bipartitions are
-  :mod:`cflbounds.algorithms.cosine_bipartition`'s.
+  ``alpha_intra^min`` (``intra_similarity_min``; :class:`~.gradient_similarities.GradientSimilarities`);
+  ``alpha_cross^max`` and the bipartitions are :mod:`cflbounds.algorithms.cosine_bipartition`'s.
 
 ``B`` problems are drawn at once, problem ``b`` from its own seed (stream 0: risks, as
 :func:`~.heterogeneous_quadratics.make_heterogeneous_quadratics` draws its clients; stream 1:
@@ -46,6 +46,7 @@ import torch
 
 from .._torch import TENSOR_CONSTRAINTS, resolve_device, resolve_dtype
 from .._validation import ArrayLike, Constraint, Interval, NoneOK, Options, require, validate_params
+from .gradient_similarities import GradientSimilarities
 from .heterogeneous_quadratics import HeterogeneousQuadratics, _draw_problem, client_weights, per_client
 from .mixed_linear_regression import cluster_sizes
 from .seeding import BATCH_CONSTRAINTS, problem_seeds, stream
@@ -57,7 +58,7 @@ _STREAM_RISKS, _STREAM_ERRORS = 0, 1
 
 
 @dataclass(frozen=True, eq=False)
-class CflQuadratics:
+class CflQuadratics(GradientSimilarities):
     """A batch of ``B`` clustered problems (module docstring): ``risk_hessians`` ``(B, k, d, d)``,
     ``risk_optima`` ``(B, k, d)`` (the ``c_j``), ``membership`` ``(B, m)`` (``I(i)``), ``errors``
     ``(B, m, d)`` (the ``e_i``), ``relative_errors`` ``(m,)`` (the ``gamma_i`` asked for),
@@ -147,18 +148,6 @@ class CflQuadratics:
         """``sum_i p_i grad r_i(theta*) = sum_i p_i e_i``, ``(B, d)``: 0 iff ``theta*`` is also the
         federated (empirical) objective's stationary point."""
         return np.einsum("i,bid->bd", self.weights, self.errors)
-
-    @property
-    def similarities(self) -> np.ndarray:
-        """``alpha_(i,j)``, the cosine similarities of the ``grad r_i(theta*)``, ``(B, m, m)``."""
-        unit = self.client_gradients / np.linalg.norm(self.client_gradients, axis=-1, keepdims=True)
-        return np.clip(np.einsum("bid,bjd->bij", unit, unit), -1.0, 1.0)
-
-    @property
-    def intra_similarity_min(self) -> np.ndarray:
-        """``alpha_intra^min``: the smallest ``alpha_(i,j)`` of two clients of one distribution, ``(B,)``."""
-        same = (self.membership[:, :, None] == self.membership[:, None, :]) & ~np.eye(self.m, dtype=bool)
-        return np.where(same, self.similarities, np.inf).min(axis=(1, 2))
 
     def subset(self, index) -> "CflQuadratics":
         """The problems at ``index`` (batch positions) as a new batch."""

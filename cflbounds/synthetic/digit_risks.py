@@ -42,6 +42,7 @@ from scipy import special
 from .._torch import TENSOR_CONSTRAINTS
 from .._validation import Interval, require, validate_params
 from .digits import CLASSES, PIXELS, ROTATIONS, DigitClients, _digits, _rotate, make_digit_clients
+from .gradient_similarities import GradientSimilarities
 from .mixed_linear_regression import cluster_sizes
 from .seeding import BATCH_CONSTRAINTS
 
@@ -147,7 +148,7 @@ class DigitOracle(NamedTuple):
 
 
 @dataclass(frozen=True, eq=False)
-class DigitRisks:
+class DigitRisks(GradientSimilarities):
     """A batch of ``B`` rotated-digit federations (module docstring): ``data`` the
     :class:`~.digits.DigitClients`, ``regularization`` lam, ``bootstrap`` resamples."""
 
@@ -256,18 +257,6 @@ class DigitRisks:
     def relative_error_interval(self) -> np.ndarray:
         """The bootstrap's 95 % percentile interval of each ``gamma_i``, ``(B, m, 2)``."""
         return np.moveaxis(np.percentile(self._bootstrap_relative_errors, [2.5, 97.5], axis=0), 0, -1)
-
-    @property
-    def similarities(self) -> np.ndarray:
-        """``alpha_(i,j)`` of the clients' gradients at theta*, ``(B, m, m)``."""
-        unit = self.client_gradients / np.linalg.norm(self.client_gradients, axis=-1, keepdims=True)
-        return np.clip(np.einsum("bip,bjp->bij", unit, unit), -1.0, 1.0)
-
-    @property
-    def intra_similarity_min(self) -> np.ndarray:
-        """``alpha_intra^min`` over the planted distributions, ``(B,)``."""
-        same = (self.membership[:, :, None] == self.membership[:, None, :]) & ~np.eye(self.clients, dtype=bool)
-        return np.where(same, self.similarities, np.inf).min(axis=(1, 2))
 
     def oracle(self, clients=None) -> DigitOracle:
         """Every client's training data (``clients`` must be None: the training uses all)."""
