@@ -58,9 +58,9 @@ _CLIENTS = Constraint(lambda v: all(hasattr(v, a) for a in ("oracle", "weights",
 
 class SplitTest(NamedTuple):
     """One bipartition computed by the split test: run ``run``, round ``round``, the cluster
-    ``cluster`` and its ``members`` (client indices, ascending), ``part`` (0/1 per member, the
-    second part's members move to ``new_cluster``), the bipartition's ``alpha_cross_max``,
-    ``threshold = sqrt((1 - alpha_cross_max)/2)`` and whether the cluster was ``split``."""
+    ``cluster`` and its ``members`` (client indices, ascending), ``part`` (0/1 per member), the
+    bipartition's ``alpha_cross_max``, ``threshold = sqrt((1 - alpha_cross_max)/2)``, whether the
+    cluster was ``split`` and the id its second part got (``new_cluster``, -1 if not split)."""
 
     run: int
     round: int
@@ -225,7 +225,7 @@ def _split(updates, labels, candidates, next_id, round_index, config, splits) ->
     new_labels = labels.copy()
     for b in np.flatnonzero(candidates.any(axis=1)):
         similarities = cosine_similarities(updates[b])
-        for cluster in labels[b, candidates[b]]:
+        for cluster in np.sort(labels[b, candidates[b]]):  # in the order of the cluster ids
             members = np.flatnonzero(labels[b] == cluster)
             block = similarities[np.ix_(members, members)]
             part = bipartition_kernel(block, config["bipartition"])
