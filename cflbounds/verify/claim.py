@@ -14,9 +14,13 @@ from .domain import Domain
 from .failure import declaration_site
 from .verdict import Verdict
 
-__all__ = ["Claim", "ClaimError", "ID_PATTERN"]
+__all__ = ["Claim", "ClaimError", "ID_PATTERN", "ID_LENGTH"]
 
 ID_PATTERN = re.compile(r"[A-Z][A-Z0-9]*\.[A-Za-z0-9][A-Za-z0-9_.\-]*")
+# An ID names files of a run (counterexamples/<ID>.json, a table kept as name@<ID>.parquet beside
+# another claim's): with table names as long (cflbounds.verify.context.TABLE_NAME_LENGTH), every
+# such file name stays well under the 255 bytes a file system takes.
+ID_LENGTH = 100
 
 
 class ClaimError(ValueError):
@@ -26,7 +30,8 @@ class ClaimError(ValueError):
 @dataclass(frozen=True)
 class Claim:
     """One claim: ``id`` (``PAPER.NAME``), its ``statement`` in one sentence, a ``check``
-    (``ctx -> Verdict``; ``None`` for a catalogued claim without one), the ``bound`` (a
+    (``ctx -> Verdict``, the designed experiment; ``None`` for the short form, judged by its
+    ``domain`` alone, or for a catalogued claim not yet checked), the ``bound`` (a
     function of named constants decorated with :func:`cflbounds.claims.validate_params`,
     returning a number or a :class:`~cflbounds.bounds._report.BoundResult`; ``None`` if it has
     no formula), the ``paper``'s short name (default: the ID's prefix), its ``reference``, the
@@ -54,7 +59,9 @@ class Claim:
 
     @property
     def status(self) -> str:
-        return "implemented" if self.check is not None else "not implemented"
+        """``implemented`` when ``verify`` can judge it: a designed check, or a domain to search
+        (the short form: a bound and a domain are a whole claim)."""
+        return "implemented" if self.check is not None or self.domain is not None else "not implemented"
 
     def from_package(self, package: str) -> "Claim":
         return self.replaced(package=package)
@@ -71,6 +78,9 @@ class Claim:
         if not isinstance(self.id, str) or not ID_PATTERN.fullmatch(self.id):
             raise ClaimError(f"claim ID {self.id!r} is not of the form PAPER.NAME (e.g. TEXTBOOK.GD: upper-case "
                              "paper key, a dot, a name of letters, digits, '_', '-' or '.')")
+        if len(self.id) > ID_LENGTH:
+            raise ClaimError(f"claim ID {self.id[:40] + '...'!r} is {len(self.id)} characters long, more than "
+                             f"{ID_LENGTH} (an ID names files of a run: counterexamples/<ID>.json, tables)")
         if not isinstance(self.statement, str) or not self.statement.strip():
             raise ClaimError(f"claim {self.id}: the statement must be a non-empty string")
         if not isinstance(self.paper, str) or not isinstance(self.reference, str):
