@@ -17,10 +17,8 @@ import numpy as np
 
 from cflbounds.claims import Claim, Domain, Instance, Interval, Parameter, validate_params
 
-N = [Interval(Integral, 1, None, closed="left")]
 
-
-@validate_params({"n": N})
+@validate_params({"n": [Interval(Integral, 1, None, closed="left")]})
 def gaussian_max_bound(n):
     """sqrt(2 log n): the expected maximum of n standard Gaussian variables, however dependent.
 
@@ -49,7 +47,7 @@ GAUSSIAN_MAX = Claim("TEXTBOOK.GAUSSIAN-MAX", "For n standard Gaussian variables
                      reference="Boucheron, Lugosi & Massart, Concentration Inequalities (2013), Ch. 2")
 
 
-@validate_params({"n": N})
+@validate_params({"n": [Interval(Integral, 1, None, closed="left")]})
 def planted_gaussian_max_bound(n):
     """A planted error: sqrt(log n), the 2 forgotten.
 
