@@ -49,15 +49,11 @@ GAUSSIAN_MAX = Claim("TEXTBOOK.GAUSSIAN-MAX", "For n standard Gaussian variables
 
 @validate_params({"n": [Interval(Integral, 1, None, closed="left")]})
 def planted_gaussian_max_bound(n):
-    """A planted error: sqrt(log n), the 2 forgotten.
-
-    Parameters
-    ----------
-    n : int
-        the number of variables, each of mean 0 and variance 1
-    """
     return float(np.sqrt(np.log(n)))
 
+
+planted_gaussian_max_bound.__doc__ = (  # the claim's Parameters section: the same constant
+    "A planted error: sqrt(log n), the 2 forgotten.\n" + gaussian_max_bound.__doc__.split("\n", 1)[1])
 
 GAUSSIAN_MAX_PLANTED = Claim("TEXTBOOK.GAUSSIAN-MAX-PLANTED", "A planted error: the same with sqrt(log n).",
                              bound=planted_gaussian_max_bound, domain=gaussian_max_domain(planted_gaussian_max_bound),

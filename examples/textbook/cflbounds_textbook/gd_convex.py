@@ -58,19 +58,12 @@ GD_CONVEX = Claim("TEXTBOOK.GD-CONVEX", "Gradient descent with step <= 1/L on a 
 
 @validate_params(CONSTANTS)
 def planted_gd_convex_bound(step, T, distance):
-    """A planted error: ||x_0 - x*||^2 / (2 step T^2), the accelerated rate, claimed for gradient descent.
-
-    Parameters
-    ----------
-    step : float
-        the step size, at most 1/L
-    T : int
-        the number of gradient steps
-    distance : float
-        ||x_0 - x*||, from the start to a minimiser
-    """
     return distance**2 / (2 * step * T**2)
 
+
+planted_gd_convex_bound.__doc__ = (  # the claim's Parameters section: the same constants
+    "A planted error: ||x_0 - x*||^2 / (2 step T^2), the accelerated rate, claimed for gradient descent.\n"
+    + gd_convex_bound.__doc__.split("\n", 1)[1])
 
 GD_CONVEX_PLANTED = Claim("TEXTBOOK.GD-CONVEX-PLANTED", "A planted error: the same with T^2 (the accelerated rate).",
                           bound=planted_gd_convex_bound, domain=gd_convex_domain(planted_gd_convex_bound),
