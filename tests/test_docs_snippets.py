@@ -169,7 +169,8 @@ class Session:
         self.log.close()
 
 
-def environment(site: Path, harness: Path) -> dict:
+def environment(site: Path) -> dict:
+    """The reader's environment: this interpreter's tools, ``CFLBOUNDS`` and the stand-in site."""
     env = dict(os.environ)
     env.update(CFLBOUNDS=str(ROOT), DOCS_TEST_SITE=str(site), PYTHONPATH=str(site),
                PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}", PYTHONDONTWRITEBYTECODE="1")
@@ -178,6 +179,7 @@ def environment(site: Path, harness: Path) -> dict:
 
 
 def run_shell(block: Block, cwd: Path, env: dict, harness: Path) -> subprocess.CompletedProcess:
+    """``block`` in ``bash -e -o pipefail``, with ``pip`` the stand-in (module docstring)."""
     prelude = f'pip() {{ "{sys.executable}" "{harness / "pip.py"}" "$@"; }}\n'
     return subprocess.run(["bash", "-e", "-o", "pipefail", "-c", prelude + block.code], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=BLOCK_TIMEOUT)
@@ -190,7 +192,7 @@ def test_every_block_of_the_tutorial_runs_in_order_in_a_new_directory(tmp_path):
         folder.mkdir()
     (harness / "pip.py").write_text(PIP, encoding="utf-8")
     (harness / "session.py").write_text(SESSION, encoding="utf-8")
-    env = environment(site, harness)
+    env = environment(site)
     session = None
     try:
         for block in blocks():
