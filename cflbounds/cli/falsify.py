@@ -8,10 +8,11 @@ import textwrap
 from datetime import datetime
 from pathlib import Path
 
-from .._files import writable_directory
+from .._files import absolute_directory, writable_directory
 from .._validation import InvalidParameterError
-from ._common import (EXIT_ERROR, THREADS_HELP, add_containment_options, add_executor_options, check_executor_options,
-                      claim_timeout, exit_status, isolation, non_negative, start_executor, table, thread_count)
+from ._common import (EXIT_ERROR, MAX_EVALUATIONS, MAX_SECONDS, THREADS_HELP, add_containment_options,
+                      add_executor_options, check_executor_options, check_seed, claim_timeout, exit_status, isolation,
+                      non_negative, start_executor, table, thread_count)
 
 __all__ = ["add_parser", "run"]
 
@@ -43,7 +44,8 @@ DESCRIPTION = (
     "seconds each (a warning on stderr says how many and how long before the search starts). Exit status: 0 done; 1 "
     "a claim is violated and --strict is given, a --replay that does not reproduce, or a crash (an uncaught "
     "exception, with its traceback; also one re-raised by --raise); 2 bad usage (one line, before any work); 3 a "
-    "claim ended in 'error' (before 1).")
+    "claim ended in 'error' (before 1); 74 an output could not be written (a full disk: one line naming the file; "
+    "--resume continues).")
 
 
 
@@ -68,21 +70,22 @@ def add_parser(commands) -> None:
                         help="claim IDs or patterns such as 'FC.*' (patterns match the claims that declare a domain; "
                              "default: every such claim; not with --replay)")
     spend = parser.add_mutually_exclusive_group()
-    spend.add_argument("--budget", type=non_negative(float, positive=True), metavar="SECONDS",
+    spend.add_argument("--budget", type=non_negative(float, positive=True, maximum=MAX_SECONDS), metavar="SECONDS",
                        help=f"seconds of search per claim; shrinking and confirming come on top "
                             f"(default: {DEFAULT_BUDGET:g})")
-    spend.add_argument("--evaluations", type=non_negative(int, positive=True), metavar="N",
+    spend.add_argument("--evaluations", type=non_negative(int, positive=True, maximum=MAX_EVALUATIONS), metavar="N",
                        help="search evaluations per claim instead of a time budget: the run is then reproducible "
                             "exactly on any machine")
     parser.add_argument("--seed", type=int, default=0,
-                        help="search seed, a non-negative int: the search's evaluation seeds and the fresh "
+                        help="search seed, an int in [0, 2^63 - 1]: the search's evaluation seeds and the fresh "
                              "confirmation seeds are spawned from it (apart), so the same seed gives the same search "
                              "path (default: 0)")
     parser.add_argument("--confidence", type=float, default=0.95,
                         help="confidence of the confirmation on fresh seeds, in (0, 1) (default: 0.95)")
     parser.add_argument("--out", metavar="DIR",
                         help="run directory for falsify.json, counterexamples/, report.pdf and report.html (default: "
-                             "reports/falsify-<date-time>/); checked to be a writable directory before any work")
+                             "reports/falsify-<date-time>/); checked to be a writable directory before any work, with "
+                             "no symbolic link where the run writes (nothing is written outside it)")
     parser.add_argument("--json", action="store_true",
                         help="print falsify.json's content (metadata and one result per claim) on stdout, not the "
                              "table")
@@ -139,7 +142,10 @@ def _replay(args) -> int:
         raise InvalidParameterError("The '--replay' option replays one file, here: it takes no claim IDs, --budget, "
                                     "--evaluations, --out, --resume, --overwrite, --executor or --address.")
     record = read_counterexample(args.replay)
-    domain = replay_domain(record)  # the claim, its domain and the point checked: a bad file is exit 2
+    try:
+        domain = replay_domain(record)  # the claim, its domain and the point checked: a bad file is exit 2
+    except InvalidParameterError as error:  # the file's claim or point: the file is named
+        raise InvalidParameterError(f"{args.replay}: {error}") from None
     target = _check_emit_target(args.emit_test) if args.emit_test else None
     try:
         instance = replay_counterexample(record, device=str(resolve_device(args.device)))
@@ -199,7 +205,8 @@ def _searches(ids: list[str], settings: dict, args, spend: str):
     """Each claim's falsify result: one after the other here, or every claim a Ray task at once
     (yielded as they finish). A claim's own failure is its result (outcome ``error``) on either
     executor; with ``--raise`` it propagates instead."""
-    from ..falsify.run import default_timeout, falsify_claim, falsify_in_worker
+    from ..falsify import falsify_claim
+    from ..falsify.run import default_timeout, falsify_in_worker
 
     settings = {**settings, "contain": not args.raise_first}
     limit = claim_timeout(args, default_timeout(settings["budget"]))
@@ -225,8 +232,7 @@ def run(args) -> int:
     from ..falsify.outputs import FalsifyRecord
     from ..verify.domain import format_ratio
 
-    if args.seed < 0:
-        raise InvalidParameterError(f"The '--seed' option must be a non-negative int. Got {args.seed} instead.")
+    check_seed(args.seed)
     if not 0 < args.confidence < 1:
         raise InvalidParameterError(f"The '--confidence' option must be in (0, 1). Got {args.confidence} instead.")
     if args.replay:
@@ -243,7 +249,9 @@ def run(args) -> int:
     budget = None if args.evaluations else (args.budget or DEFAULT_BUDGET)
     check_executor_options(args)
     isolation(args.isolation, args.raise_first)  # refused before any work
-    out = Path("reports") / datetime.now().strftime("falsify-%Y%m%d-%H%M%S") if args.out is None else args.out
+    # absolute once: a claim that changes the working directory cannot split the run
+    out = absolute_directory(Path("reports") / datetime.now().strftime("falsify-%Y%m%d-%H%M%S") if args.out is None
+                             else args.out, "--out")
     record = FalsifyRecord.open(out, {"command": args.argv, "seed": args.seed, "budget_seconds": budget,
                                       "max_evaluations": args.evaluations, "confidence": args.confidence,
                                       "device": device}, resume=args.resume, overwrite=args.overwrite)

@@ -30,8 +30,11 @@ def add_parser(commands) -> None:
 
 
 def run(args) -> int:
+    from .._files import absolute_directory, open_run_directory
     from ..falsify.outputs import RECORD_NAME as FALSIFY_RECORD
-    from ..reports.outputs import rebuild_report
+    from ..reports.outputs import REPORT_FILES, rebuild_report
+
+    args.directory = absolute_directory(args.directory, "DIR")
 
     falsify_run = (args.directory / FALSIFY_RECORD).is_file()
     if args.markdown:
@@ -45,6 +48,8 @@ def run(args) -> int:
         else:
             print(verdict_table(read_record(args.directory / RECORD_NAME)["verdicts"]), end="")
         return 0
+    if args.directory.is_dir():  # no symbolic link where the report goes; a killed run's temporary files removed
+        open_run_directory(args.directory, "DIR", files=REPORT_FILES)
     if falsify_run:
         from ..falsify.outputs import write_report
 

@@ -8,11 +8,16 @@ import textwrap
 from datetime import datetime
 from pathlib import Path
 
+from .._files import absolute_directory
 from .._validation import InvalidParameterError
-from ._common import (THREADS_HELP, add_containment_options, add_executor_options, check_executor_options,
-                      claim_timeout, exit_status, isolation, non_negative, start_executor, table, thread_count)
+from ._common import (MAX_EVALUATIONS, MAX_SECONDS, THREADS_HELP, add_containment_options, add_executor_options,
+                      check_executor_options, check_seed, claim_timeout, exit_status, isolation, non_negative,
+                      start_executor, table, thread_count)
 
 __all__ = ["add_parser", "run"]
+
+SMOKE_NOTE = ("smoke scale: small problems (inside each theorem's assumptions) and short searches, for a quick look; "
+              "the default scale's verdicts are the reference, and docs/verdicts.md says where the two differ and why")
 
 
 def _scale_help() -> str:
@@ -69,12 +74,12 @@ def add_parser(commands) -> None:
                                               "claim (IFCA.F2's Fig. 2 sweep) a task of its own; the verdicts and "
                                               "evidence are the local run's")
     verify.add_argument("--seed", type=int, default=0,
-                        help="root seed, a non-negative int: every trial's seed is spawned from it, so the same "
+                        help="root seed, an int in [0, 2^63 - 1]: every trial's seed is spawned from it, so the same "
                              "seed, scale, device and version give the same verdicts (default: 0)")
     from ..falsify.judge import SEARCH_PLANS
 
     searching = verify.add_mutually_exclusive_group()
-    searching.add_argument("--search", type=non_negative(float), metavar="SECONDS",
+    searching.add_argument("--search", type=non_negative(float, maximum=MAX_SECONDS), metavar="SECONDS",
                            help="after a claim's designed experiment, search its admissible domain (claims that "
                                 "declare one: `cflbounds claims`) for this many seconds, as `cflbounds falsify "
                                 "--budget` does; a confirmed counterexample makes the verdict 'violated' (shown "
@@ -85,14 +90,15 @@ def add_parser(commands) -> None:
                                 "per claim, whichever takes longer, by scale (" + ", ".join(
                                     f"{scale} {count} and {seconds:g} s" for scale, (count, seconds)
                                     in SEARCH_PLANS.items()) + ")")
-    searching.add_argument("--search-evaluations", type=non_negative(int), metavar="N",
+    searching.add_argument("--search-evaluations", type=non_negative(int, maximum=MAX_EVALUATIONS), metavar="N",
                            help="the search as a number of evaluations per claim instead, so the verdicts depend "
                                 "only on the seed, scale, device and version, not on the machine's speed (0: no "
                                 "search)")
     verify.add_argument("--out", metavar="DIR",
                         help="run directory for verdicts.json, tables/, report.pdf, report.html (default: reports/<date-time>/); "
-                             "checked to be a writable directory before any work, and refused if it holds an "
-                             "earlier run unless --resume is given")
+                             "checked to be a writable directory before any work, with no symbolic link where the "
+                             "run writes (nothing is written outside it), and refused if it holds an earlier run "
+                             "unless --resume is given")
     verify.add_argument("--resume", action="store_true",
                         help="continue the run in --out DIR: keep its verdicts (and the finished configurations of "
                              "a long claim) and check only the rest; refused if DIR was made with another scale, "
@@ -124,15 +130,14 @@ def _search_plan(args):
 def _between_claims(record, governor):
     """After each claim: its counterexample file (a search confirmed one), then the claim
     itself, then re-judge ``--threads auto`` for the next one."""
+    from ..falsify.outputs import replay_command
     from ..falsify.records import write_counterexample
 
     def finished(verdict, tables):
         found = verdict.search.get("counterexample") if verdict.search else None
         if found is not None:
-            folder = record.directory / "counterexamples"
-            folder.mkdir(exist_ok=True)
-            path = write_counterexample(folder / f"{verdict.id}.json", verdict.search)
-            verdict.search["replay"] = f"cflbounds falsify --replay {path}"
+            path = write_counterexample(record.directory, verdict.search)
+            verdict.search["replay"] = replay_command(path)
         record.add(verdict, tables)
         governor.adjust()
 
@@ -144,19 +149,23 @@ def run(args) -> int:
     from ..reports.outputs import write_report
     from ..verify.context import VerifyContext
     from ..verify.costs import claim_costs
+    from ..verify.checkpoints import check_checkpoints
     from ..verify.progress import run_display
     from ..verify.record import RunRecord
     from ..verify.run import CLAIM_TIMEOUTS, expand_claim_ids, implemented_claims, verify_claims
 
     # everything is checked before any work starts (and before --out is created)
-    if args.seed < 0:
-        raise InvalidParameterError(f"The '--seed' option must be a non-negative int. Got {args.seed} instead.")
+    check_seed(args.seed)
     if args.resume and args.out is None:
         raise InvalidParameterError("The '--resume' option needs --out DIR, the directory of the run to continue.")
+    if args.resume:  # a damaged or crafted checkpoint is the run directory's fault: said now, in one line
+        check_checkpoints(args.out)
     ids = expand_claim_ids(args.ids) if args.ids else implemented_claims()
     check_executor_options(args)
     where, limit = isolation(args.isolation, args.raise_errors), claim_timeout(args, CLAIM_TIMEOUTS[args.scale])
-    out = Path("reports") / datetime.now().strftime("%Y%m%d-%H%M%S") if args.out is None else args.out
+    # absolute once: a claim that changes the working directory cannot split the run
+    out = absolute_directory(Path("reports") / datetime.now().strftime("%Y%m%d-%H%M%S") if args.out is None else
+                             args.out, "--out")
     context = VerifyContext(scale=args.scale, seed=args.seed, device=str(resolve_device(args.device)),
                             executor=args.executor, workdir=out)
     search = _search_plan(args)
@@ -173,8 +182,8 @@ def run(args) -> int:
         return 130
     if args.executor == "ray":  # claims finished in any order; the record lists them as asked
         record.arrange(ids)
-    record.finish(threads_used=args.thread_governor.chosen, isolation=where, claim_timeout=limit)
-    report = write_report(record.directory)
+    report = record.finish(lambda finished: write_report(record.directory, finished),
+                           threads_used=args.thread_governor.chosen, isolation=where, claim_timeout=limit)
     verdicts = list(record.verdicts.values())
     if args.json:
         print(json.dumps(record.as_dict(), indent=2, allow_nan=False))
@@ -182,6 +191,8 @@ def run(args) -> int:
         print(table(["claim", "verdict", "trials", "seconds", "summary"],
                     [[v["id"], v["verdict"], v["trials"], f"{v['seconds']:.1f}", v["summary"]] for v in verdicts],
                     width=160))
+        if args.scale == "smoke":
+            print(f"\n{SMOKE_NOTE}")
         print(f"\nverdicts: {record.path}\nreport:   {report}\n          {report.with_name('report.html')}\n"
               f"tables:   {record.directory / 'tables'}")
     errors = [v for v in verdicts if v["verdict"] == "error"]

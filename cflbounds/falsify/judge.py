@@ -43,7 +43,7 @@ from ..verify.context import SCALE_OPTION, VerifyContext
 from ..verify.registry import claims
 from ..verify.run import verify_claims
 from ..verify.verdict import Verdict, strongest
-from .run import falsify_claim
+from .run import falsify_claim, result_summary
 
 __all__ = ["MIN_COVERAGE_POINTS", "SEARCH_PLANS", "SearchPlan", "default_plan", "domain_verdict", "judge",
            "searched_verdict"]
@@ -112,12 +112,13 @@ def default_plan(scale: str) -> SearchPlan:
 
 
 def search_record(result: dict) -> dict:
-    """The part of a :func:`falsify_claim` result a verdict keeps (no trace: the search's own
-    report has it)."""
-    kept = ("outcome", "best_ratio", "evaluations", "seconds", "seed", "device", "rule", "counterexample",
-            "confirmation", "coverage", "summary", "error")
+    """The part of a :func:`falsify_claim` result a verdict keeps: no trace (the search's own
+    report has it) and no seconds (a verdict's record holds what its seed decides; the verdict's
+    own ``seconds`` counts the search's)."""
+    kept = ("outcome", "best_ratio", "evaluations", "seed", "device", "rule", "counterexample",
+            "confirmation", "coverage", "error")
     record = {key: result.get(key) for key in kept}
-    record["id"] = result["id"]
+    record.update(id=result["id"], summary=result_summary(result, timed=False))
     if result.get("search", {}).get("best") is not None:
         record["best"] = {key: result["search"]["best"].get(key) for key in ("parameters", "seed", "ratio")}
     return record
@@ -144,7 +145,7 @@ def domain_verdict(claim, result: dict | None, context: VerifyContext) -> Verdic
         details.update({f"error_{key}": value for key, value in result["error"].items()})
     confidence = (result["confirmed"] or {}).get("confidence") if outcome == "violated" else coverage.get("confidence")
     return Verdict(claim.id, word, evidence, context.seed, int(result["evaluations"]), float(confidence or 0.0),
-                   f"{word}: search: {result['summary']}{reason}", plot=[search_figure(claim.id, result)],
+                   f"{word}: search: {result_summary(result, timed=False)}{reason}", plot=[search_figure(claim.id, result)],
                    details=details, search=search_record(result))
 
 
@@ -174,7 +175,7 @@ def searched_verdict(designed: Verdict, result: dict) -> Verdict:
     evidence = {**designed.evidence, "search_evaluations": result["evaluations"],
                 "search_violated": int(outcome == "violated"),
                 "search_best_ratio": result["best_ratio"]}
-    reading = f"search: {result['summary']}"
+    reading = f"search: {result_summary(result, timed=False)}"
     summary = (f"{designed.summary}; {reading}" if final == designed.verdict else
                f"designed experiment: {designed.verdict} ({designed.summary}); {reading}")
     details = dict(designed.details)
