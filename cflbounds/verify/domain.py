@@ -172,7 +172,14 @@ class Instance:
 
 @dataclass(frozen=True)
 class Domain:
-    """A claim's admissible domain and instance evaluation (module docstring).
+    """What a claim's statement quantifies over, and how one instance of it is measured: the
+    ``parameters`` (each a :class:`Parameter` range) span the search space; ``evaluate`` builds
+    and runs the problem at each point and returns its :class:`Instance` (measured quantity,
+    bound, assumption rows); ``rule`` says how an instance is judged (``deterministic``,
+    ``expectation`` or ``probability``: the module docstring). ``cflbounds falsify`` searches a
+    domain for the point where the measured quantity most exceeds the bound, and ``cflbounds
+    verify`` searches it after the claim's designed experiment, or as the whole claim when there
+    is none (the short form ``Claim(id, statement, bound=..., domain=...)``).
 
     ``evaluate(points, seeds, ctx)``: a list of points (dicts of parameter values) and one seed
     per point, returning a list of one :class:`Instance` per point; it may batch them (the result

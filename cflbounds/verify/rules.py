@@ -1,10 +1,10 @@
 """Decision rules: the statistics of a verdict as reusable pieces.
 
 A claim's check measures something and hands it to one of these rules; the rule returns
-a :class:`Decision` (a verdict word of :mod:`.verdict`, its evidence as numbers, a one-line
-summary, the confidence and sample size it rests on, and figure specs), which
-:meth:`Decision.as_verdict` turns into the claim's :class:`~.verdict.Verdict`. So a new
-claim never rewrites the statistics:
+a :class:`Decision` (a verdict word, its evidence as numbers, a one-line summary, the
+confidence and sample size it rests on, and figure specs), which :meth:`Decision.as_verdict`
+turns into the claim's :class:`~cflbounds.claims.Verdict`. So a new claim never rewrites the
+statistics:
 
 * :func:`deterministic` — a bound that must hold on every instance, up to a stated
   numerical tolerance (``measured <= bound (1 + rtol) + atol``);
@@ -16,7 +16,8 @@ claim never rewrites the statistics:
   of an error quantile against ``x`` with a bootstrap interval, against the exponent ``p``;
 * :func:`ordering` — ``A >= B`` (or ``A > B``) from paired samples, with a paired interval.
 
-Each builds on :mod:`.stats` (and :mod:`.orderings`), where the intervals live.
+Each builds on :mod:`cflbounds.claims.stats` (and :mod:`cflbounds.claims.orderings`), where the
+intervals live. The plugin API's name of this module is ``cflbounds.claims.rules``.
 """
 from __future__ import annotations
 
@@ -34,7 +35,16 @@ __all__ = ["Decision", "deterministic", "exceedance", "exceedance_counts", "expe
 
 @dataclass(frozen=True)
 class Decision:
-    """What a decision rule concluded (module docstring)."""
+    """What a decision rule concluded from a claim's measurements, before it is a claim's verdict.
+
+    ``verdict`` is the verdict word (``holds``, ``violated``, ``vacuous``, ``inconclusive``, or
+    for :func:`rate` ``rate-consistent`` / ``rate-inconsistent``); ``evidence`` the numbers it
+    rests on, by name (counts, ratios, interval ends: what the report and ``verdicts.json``
+    show); ``summary`` one line saying the same in words, with those numbers; ``confidence``
+    the confidence of the statistics behind it (1.0 for a deterministic rule); ``trials`` the
+    sample size (instances, trials or paired runs); ``plot`` the figure specs the report draws,
+    the one that decided first. A check returns :meth:`as_verdict`'s :class:`~cflbounds.claims.Verdict`.
+    """
 
     verdict: str
     evidence: dict
@@ -214,8 +224,9 @@ def expectation(samples, bound, *, confidence: float = 0.95, labels=None, quanti
     draw; the mean of the bounds is then the bound on the mean).
 
     Per configuration the two-sided Student-t interval of the mean excess ``measured - bound``
-    (:func:`.stats.mean_interval`): ``violated`` when some configuration's lower end, at the
-    Bonferroni level over the configurations (:func:`.stats.bonferroni_confidence`: any one
+    (:func:`cflbounds.claims.stats.mean_interval`): ``violated`` when some configuration's lower
+    end, at the Bonferroni level over the configurations
+    (:func:`cflbounds.claims.stats.bonferroni_confidence`: any one
     configuration refutes the claim), is above 0; ``holds`` when every configuration's upper end
     at ``confidence`` is at most 0 (an intersection-union test needs no correction);
     ``vacuous`` when every bound is ``+inf``; ``inconclusive`` otherwise (a true bound that is
