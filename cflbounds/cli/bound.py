@@ -58,7 +58,7 @@ def run(args, extra: list[str]) -> int:
         if args.help:
             print(_bound_help())
             return 0
-        raise InvalidParameterError("cflbounds bound: the claim ID is missing (`cflbounds bound --help` lists them)")
+        raise InvalidParameterError("The claim ID is missing (`cflbounds bound --help` lists them).")
     claim = get_claim(args.id)
     if claim.bound is None:
         raise InvalidParameterError(f"Claim {args.id} has no formula to evaluate (`cflbounds claims` shows which do).")
@@ -86,7 +86,8 @@ def run(args, extra: list[str]) -> int:
             check_param(name, value, constraints[name], claim.bound.__name__)
     missing = [f"--{name.replace('_', '-')}" for name in required if values[name] is None]
     if missing:
-        raise InvalidParameterError(f"cflbounds bound {args.id}: missing required options {', '.join(missing)}")
+        raise InvalidParameterError(f"{args.id} needs the options {', '.join(missing)} (`cflbounds bound {args.id} "
+                                    "--help` says what each is).")
     result = claim.bound(**values)
     data = _bound_dict(claim, result)
     print(json.dumps(json_safe(data), indent=2, allow_nan=False) if args.json else _bound_text(data))

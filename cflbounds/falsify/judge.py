@@ -12,8 +12,9 @@ searches it). So ``verify`` and ``falsify`` never give one claim two answers.
 
 The verdict keeps both readings: ``designed`` (the designed experiment's own verdict and
 summary) and ``search`` (outcome, best ratio, evaluations, the counterexample and its
-confirmation, the coverage statement); its summary says both when they differ
-("designed experiment: vacuous (...); search: violated at ...").
+confirmation, the coverage statement); its summary says both, the deciding one first when they
+differ ("search: violated: measured/allowed 4.06 [3.2, 5.1] at ...; designed experiment:
+vacuous (...)").
 
 How much to search (:class:`SearchPlan`) is part of what a verdict depends on. By default it is
 a number of evaluations per claim that depends on the scale (:data:`SEARCH_EVALUATIONS`), so
@@ -108,9 +109,9 @@ def searched_verdict(designed: Verdict, result: dict) -> Verdict:
     evidence = {**designed.evidence, "search_evaluations": result["evaluations"],
                 "search_violated": int(outcome == "violated"),
                 "search_best_ratio": result["best_ratio"]}
-    reading = f"search: {result['summary']}"
-    summary = (f"{designed.summary}; {reading}" if final == designed.verdict else
-               f"designed experiment: {designed.verdict} ({designed.summary}); {reading}")
+    reading = f"search: {result['summary']}"  # short: the rest is in ``search``, which the reports show
+    summary = (f"{designed.summary}; {reading}" if final == designed.verdict else  # the deciding reading first
+               f"{reading}; designed experiment: {designed.verdict} ({designed.summary})")
     details = dict(designed.details)
     if outcome == "error" and result.get("error"):
         details.update({f"error_{key}": value for key, value in result["error"].items()})

@@ -13,17 +13,21 @@ from __future__ import annotations
 
 import numbers
 import re
+import shlex
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from ..verify.domain import format_against, format_coordinate, format_point
+from ..verify.registry import domain_parameters
+from .._words import first_clause
 from ..verify.verdict import figure_specs
 from .figures import has_plot_content, single_value
 
 __all__ = ["VERDICT_COLORS", "VERDICT_ORDER", "Paragraph", "Code", "Plot", "Table", "ClaimEntry", "ClaimLine",
            "RunSummary", "claim_entry", "entries_of", "with_evidence_shown", "run_summary", "format_value", "anchor",
-           "verify_command"]
+           "verify_command", "headline", "point_coordinates"]
 
 VERDICT_COLORS = {
     "holds": "#8fd19e",
@@ -157,9 +161,10 @@ def verify_command(verdict: dict, device: str | None = None) -> str:
     return " ".join(parts)
 
 
-def _headline(summary: str) -> str:
-    """The summary's first clause (up to its first ';'), the rest being the claim's page's."""
-    return str(summary or "").split(";")[0].strip()
+def headline(verdict: dict) -> str:
+    """A verdict's line in a table of claims: its ``headline`` if it has one, else its summary's
+    first clause (:func:`~cflbounds._words.first_clause`)."""
+    return first_clause(verdict.get("headline") or verdict.get("summary"))
 
 
 def run_summary(verdicts: list[dict], title: str, metadata: dict | None, generated) -> RunSummary:
@@ -183,12 +188,12 @@ def run_summary(verdicts: list[dict], title: str, metadata: dict | None, generat
     when = metadata.get("finished") or metadata.get("started")
     settings.append(("date", str(when).replace("T", " ") if when else f"{generated:%Y-%m-%d %H:%M:%S %Z} (report)"))
     if metadata.get("command"):
-        settings.append(("command", " ".join(str(word) for word in metadata["command"])))
+        settings.append(("command", shlex.join(str(word) for word in metadata["command"])))
     counts = Counter(v.get("verdict", "") for v in verdicts)
     ordered = sorted(counts.items(), key=lambda item: (VERDICT_ORDER.index(item[0]) if item[0] in VERDICT_ORDER
                                                        else len(VERDICT_ORDER), item[0]))
     lines = [ClaimLine(str(v.get("id", "")), str(v.get("verdict", "")),
-                       _headline(v.get("headline") or v.get("summary")), str(v.get("id", "")).split(".")[0],
+                       headline(v), str(v.get("id", "")).split(".")[0],
                        anchor(v.get("id", ""))) for v in verdicts]
     return RunSummary(title, settings, ordered, lines)
 
@@ -241,8 +246,15 @@ def _error_blocks(details: dict) -> list:
     return blocks
 
 
-def _point(parameters: dict) -> str:
-    return ", ".join(f"{name} = {format_value(value)}" for name, value in (parameters or {}).items())
+def _point(parameters: dict, claim_id) -> str:
+    """A point of ``claim_id``'s domain in the digits that matter (:func:`format_point`)."""
+    return format_point(parameters or {}, domain_parameters(str(claim_id)))
+
+
+def point_coordinates(parameters: dict, claim_id) -> dict:
+    """A point's coordinates as text, each in the digits that matter (:func:`format_coordinate`)."""
+    ends = {p.name: (p.low, p.high) for p in domain_parameters(str(claim_id)) or ()}
+    return {name: format_coordinate(value, ends.get(name, ())) for name, value in (parameters or {}).items()}
 
 
 def _point_table(title: str, values: dict, rows: list | None = None) -> Table:
@@ -267,7 +279,7 @@ def _search_blocks(verdict: dict) -> list:
         lines.append(f"search: {search.get('outcome', '')} — {search['reason']}")
         return [Paragraph("\n".join(lines), title="Verdict", role="lead")]
     example = search.get("counterexample")
-    found = f" at {_point(example.get('parameters'))}" if example and example.get("parameters") else ""
+    found = f" at {_point(example.get('parameters'), verdict.get('id'))}" if example and example.get("parameters") else ""
     counts = [f"best measured/allowed {format_value(search.get('best_ratio'))}" if search.get("best_ratio") is not None
               else "", f"{format_value(search.get('evaluations'))} evaluations" if search.get("evaluations") is not None
               else "", f"{float(search['seconds']):.1f} s" if search.get("seconds") is not None else ""]
@@ -275,8 +287,10 @@ def _search_blocks(verdict: dict) -> list:
                  + (f"; coverage: {search['coverage']['statement']}" if search.get("coverage") else ""))
     blocks = [Paragraph("\n".join(lines), title="Verdict", role="lead")]  # the summary, reading by reading
     if example:
-        values = {**(example.get("parameters") or {}),
+        values = {**point_coordinates(example.get("parameters"), verdict.get("id")),
                   **{name: example.get(name) for name in ("seed", "measured", "bound", "ratio") if name in example}}
+        if isinstance(values.get("measured"), numbers.Real) and isinstance(values.get("bound"), numbers.Real):
+            values["measured"], values["bound"] = format_against(values["measured"], values["bound"])
         rows = []
         confirmation = search.get("confirmation")
         if confirmation:

@@ -19,6 +19,7 @@ from pathlib import Path
 from matplotlib import rc_context
 from matplotlib.backends.backend_svg import FigureCanvasSVG
 
+from .._words import plural
 from ._fitting import spec_figure
 from .content import VERDICT_COLORS, Code, Paragraph, Plot, Table, entries_of, run_summary
 
@@ -197,7 +198,7 @@ def _summary(page: _Page, summary, sections) -> None:
         rows = "".join(f"<tr><th scope=\"row\">{escape(n)}</th><td>{escape(v)}</td></tr>" for n, v in summary.settings)
         page.add(f'<table class="settings"><tbody>{rows}</tbody></table>')
     if summary.lines:
-        page.add(f"<p>{sum(n for _, n in summary.counts)} claims: "
+        page.add(f"<p>{plural(sum(n for _, n in summary.counts), 'claim')}: "
                  + "".join(_chip(f"{n} {name}", name) for name, n in summary.counts) + "</p>")
         options = lambda values: "".join(f'<option value="{escape(v)}">{escape(v)}</option>' for v in values)  # noqa: E731
         papers = sorted({line.paper for line in summary.lines})
