@@ -41,11 +41,36 @@ class UsageError(InvalidParameterError):
 class HelpFormatter(argparse.HelpFormatter):
     """argparse's help at the terminal's width (``$COLUMNS`` first), options and text alike. The
     description and epilog keep their paragraphs (text between blank lines is filled to the
-    width) and their indented lines as they are (an example command, a short list)."""
+    width) and their indented lines as they are (an example command, a short list), an
+    example's ``# comment`` put under it where the line would be wider than the terminal."""
 
     def __init__(self, prog, **options):
         options.setdefault("width", terminal_width() - 2)
         super().__init__(prog, **options)
+
+    def _format_usage(self, usage, actions, groups, prefix):
+        """The usage (each of its lines) wrapped between its bracketed parts, under the words
+        after the command, or under ``usage:`` where a part would not fit there."""
+        prefix = "usage: " if prefix is None else prefix
+        width, self._width = self._width, 10**6  # argparse's own usage on one line, wrapped below
+        try:
+            text = super()._format_usage(usage, actions, groups, "")
+        finally:
+            self._width = width
+        lines = []
+        for number, form in enumerate(line for line in text.strip().splitlines() if line.strip()):
+            start = (prefix if number == 0 else " " * len(prefix)) + self._prog
+            parts = _usage_parts(form.strip()[len(self._prog):]) if form.strip().startswith(self._prog) else \
+                _usage_parts(form.strip())
+            indent = len(start) + 1 if all(len(start) + 1 + len(part) <= width for part in parts) else len(prefix)
+            line = start
+            for part in parts:
+                if len(line) + 1 + len(part) > width and line.strip():
+                    lines.append(line)
+                    line = " " * (indent - 1)
+                line += " " + part
+            lines.append(line)
+        return "\n".join(lines) + "\n\n"
 
     def _fill_text(self, text, width, indent):
         out, prose = [], []
@@ -59,11 +84,28 @@ class HelpFormatter(argparse.HelpFormatter):
         for line in text.strip("\n").splitlines():
             if not line.strip() or line.startswith(" "):
                 flush()
-                out.append(indent + line if line.strip() else "")
+                command, mark, comment = line.partition("  # ")
+                if mark and len(indent + line) > width:  # an example's comment goes under it
+                    out += [indent + command.rstrip(), indent + " " * (len(command) - len(command.lstrip()) + 2)
+                            + "# " + comment.strip()]
+                else:
+                    out.append(indent + line if line.strip() else "")
             else:
                 prose.append(line)
         flush()
         return "\n".join(out)
+
+
+def _usage_parts(text: str) -> list[str]:
+    """A usage's words, a bracketed option group (``[--budget SECONDS | --evaluations N]``) one."""
+    parts, depth, current = [], 0, ""
+    for character in text:
+        depth += (character in "[(") - (character in "])")
+        if character == " " and depth == 0:
+            parts, current = parts + [current] if current else parts, ""
+        else:
+            current += character
+    return parts + [current] if current else parts
 
 
 class Parser(argparse.ArgumentParser):
@@ -202,9 +244,10 @@ def table(header, rows, width=None) -> str:
     Cells wrap at spaces onto continuation lines aligned under their column, never cut (a cut
     formula would end in a ``~`` that reads as the papers' ``<~``); the widest column gives way
     first. A last column of text that would be left narrower than 20 characters goes under its
-    row instead, indented by four (its name under the header's). A line is wider than
-    ``width`` only where one word alone is (a path, a formula without spaces): it is never
-    broken.
+    row instead, indented by four (its name under the header's). Words (a path, a formula
+    without spaces) are never broken, so every line fits ``width`` as long as the other
+    columns' longest words fit side by side and no word of the last column is longer than
+    ``width - 4``; otherwise the lines that hold such words are wider.
     """
     width = width or terminal_width()
     cells = [[str(c) for c in header]] + [[str(c) for c in row] for row in rows]

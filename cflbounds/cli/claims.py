@@ -95,9 +95,10 @@ def _check_plugins(args) -> int:
     else:
         width = terminal_width()
         for entry in report:
-            print(f"{entry['package']} (entry point {entry['entry_point']!r} = {entry['value']}): "
-                  f"{plural(len(entry['claims']), 'claim')}, " + (plural(len(entry['problems']), 'problem') if entry["problems"]
-                                                        else "no problems"))
+            print(textwrap.fill(f"{entry['package']} (entry point {entry['entry_point']!r} = {entry['value']}): "
+                                f"{plural(len(entry['claims']), 'claim')}, "
+                                + (plural(len(entry['problems']), 'problem') if entry["problems"] else "no problems"),
+                                width, subsequent_indent="  "))
             if entry["claims"]:
                 print(textwrap.fill(", ".join(entry["claims"]), width, initial_indent="  ", subsequent_indent="  "))
             for problem in entry["problems"]:
@@ -135,7 +136,8 @@ def run(args) -> int:
     else:
         print(table(TABLE_COLUMNS, cells))
     if reasons:
-        print("\nWhy these claims cannot be falsified (`cflbounds falsify` searches the others):\n")
+        heading = "Why these claims cannot be falsified (`cflbounds falsify` searches the others):"
+        print("\n" + (heading if args.markdown else textwrap.fill(heading, terminal_width())) + "\n")
         print("\n".join(f"- {claim_id}: {why}" for claim_id, why in reasons) if args.markdown else
               table(["claim", "why not"], reasons))
     return 0

@@ -175,11 +175,17 @@ def _searches(ids: list[str], settings: dict, args, spend: str):
             args.thread_governor.adjust()
 
 
+def results_table(results: list[dict], width: int | None = None) -> str:
+    """The table a run prints: each claim's outcome, seconds and summary (which has the
+    confirmed ratio and the point), at the terminal's width."""
+    return table(["claim", "outcome", "seconds", "summary"],
+                 [[r["id"], r["outcome"], f"{r['seconds']:.0f}", r["summary"]] for r in results], width)
+
+
 def run(args) -> int:
     from .._torch import resolve_device
     from ..falsify import DEFAULT_BUDGET, emit_test
     from ..falsify.outputs import FalsifyRecord
-    from ..verify.domain import format_ratio
     from ..verify.progress import fit_line
 
     if args.seed < 0:
@@ -233,9 +239,7 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(record.as_dict(), indent=2, allow_nan=False))
     else:
-        print(table(["claim", "outcome", "best ratio", "evaluations", "seconds", "summary"],
-                    [[r["id"], r["outcome"], format_ratio(r["best_ratio"]), r["evaluations"], f"{r['seconds']:.0f}",
-                      r["summary"]] for r in results]))
+        print(results_table(results))
         print(f"\nresults: {record.path}\nreport:  {report}\n         {report.with_name('report.html')}")
         if target:
             print(f"test:    {target}" if results[0]["counterexample"] is not None else

@@ -22,7 +22,7 @@ a, c and 4 in b, d) runs in both variants (official: the authors' code; paper-te
 
 EPILOG = """\
 example:
-  cflbounds sweep ifca-fig2 --panel a --trials 4 --out reports/sweeps/try
+  cflbounds sweep ifca-fig2 --panel a --trials 4  # a quick look
 
 More: docs/sweeps.md (the protocol, resuming, Ray)."""
 

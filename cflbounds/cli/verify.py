@@ -3,13 +3,15 @@ from __future__ import annotations
 
 import json
 import sys
+import textwrap
 from datetime import datetime
 from pathlib import Path
 
 from .._validation import InvalidParameterError
 from .._words import plural
 from ._common import (THREADS_HELP, add_containment_options, add_device_option, add_executor_options, check_executor_options,
-                      claim_timeout, exit_status, isolation, non_negative, start_executor, table, thread_count)
+                      claim_timeout, exit_status, isolation, non_negative, start_executor, table, terminal_width,
+                      thread_count)
 
 __all__ = ["add_parser", "run"]
 
@@ -75,6 +77,15 @@ def add_parser(commands) -> None:
         f"{seconds:g}" for seconds in CLAIM_TIMEOUTS.values()) + " s by scale")
 
 
+def verdict_table(verdicts: list[dict], width: int | None = None) -> str:
+    """The table a run prints: each claim's verdict, trials, seconds and its summary's first
+    clause (the whole summary is the report's), at the terminal's width."""
+    from ..reports.content import headline
+
+    return table(["claim", "verdict", "trials", "seconds", "summary"],
+                 [[v["id"], v["verdict"], v["trials"], f"{v['seconds']:.1f}", headline(v)] for v in verdicts], width)
+
+
 def _search_plan(args):
     from ..falsify.judge import SearchPlan, default_plan
 
@@ -105,7 +116,6 @@ def _between_claims(record, governor):
 
 def run(args) -> int:
     from .._torch import resolve_device
-    from ..reports.content import headline
     from ..reports.outputs import write_report
     from ..verify.context import VerifyContext
     from ..verify.costs import claim_costs
@@ -144,10 +154,11 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(record.as_dict(), indent=2, allow_nan=False))
     else:
-        print(table(["claim", "verdict", "trials", "seconds", "summary"],
-                    [[v["id"], v["verdict"], v["trials"], f"{v['seconds']:.1f}", headline(v)] for v in verdicts]))
-        print(f"\nEach claim's whole summary, evidence and figures are in the report.\nverdicts: {record.path}\n"
-              f"report:   {report}\n          {report.with_name('report.html')}\ntables:   {record.directory / 'tables'}")
+        print(verdict_table(verdicts))
+        print("\n" + textwrap.fill("Each claim's whole summary, its evidence and figures are in the report.",
+                                   terminal_width()))
+        print(f"verdicts: {record.path}\nreport:   {report}\n          {report.with_name('report.html')}\n"
+              f"tables:   {record.directory / 'tables'}")
     errors = [v for v in verdicts if v["verdict"] == "error"]
     for verdict in errors:
         print(f"cflbounds verify: error: {verdict['id']}: {verdict['summary']} (traceback: {record.path}, its details; "
