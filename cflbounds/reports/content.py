@@ -22,12 +22,12 @@ import numpy as np
 from ..verify.domain import format_against, format_coordinate, format_point
 from ..verify.registry import domain_parameters
 from .._words import first_clause
-from ..verify.verdict import figure_specs
+from ..verify.verdict import PRECEDENCE, figure_specs
 from .figures import has_plot_content, single_value
 
 __all__ = ["VERDICT_COLORS", "VERDICT_ORDER", "Paragraph", "Code", "Plot", "Table", "ClaimEntry", "ClaimLine",
            "RunSummary", "claim_entry", "entries_of", "with_evidence_shown", "run_summary", "format_value", "anchor",
-           "verify_command", "headline", "point_coordinates"]
+           "verify_command", "headline", "point_coordinates", "severity"]
 
 VERDICT_COLORS = {
     "holds": "#8fd19e",
@@ -41,9 +41,10 @@ VERDICT_COLORS = {
     "error": "#c39bd3",  # the claim's own code failed: not judged
     "no counterexample found": "#aed6f1",  # cflbounds falsify: the search and its confirmation found none
 }
-# DESIGN.md's precedence, most serious first: the counts on page 1 read in this order
-VERDICT_ORDER = ("error", "violated", "rate-inconsistent", "vacuous", "unsatisfiable", "inconclusive", "holds",
-                 "rate-consistent", "no counterexample found", "not-implemented")
+# the verdicts' precedence (PRECEDENCE), most serious first, with falsify's outcome among them: the counts on
+# page 1 read in this order, and sorting the HTML table by verdict follows it
+VERDICT_ORDER = (*PRECEDENCE[:PRECEDENCE.index("rate-consistent") + 1], "no counterexample found",
+                 *PRECEDENCE[PRECEDENCE.index("rate-consistent") + 1:])
 ESSENTIAL_ASSUMPTIONS = 3  # assumption rows always shown: every failing one, then the tightest up to this many
 ESSENTIAL_EVIDENCE = 24  # evidence always shown: the claim's first quantities (it lists the deciding ones first)
 _COMMAND_DETAILS = ("replay",)  # details that are commands: shown as code, not as a table cell
@@ -125,6 +126,12 @@ class RunSummary:
     lines: list
 
 
+def severity(verdict: str) -> int:
+    """Where ``verdict`` stands in :data:`VERDICT_ORDER` (0: the most serious); a word it does
+    not know comes after every one it knows."""
+    return VERDICT_ORDER.index(verdict) if verdict in VERDICT_ORDER else len(VERDICT_ORDER)
+
+
 def format_value(value) -> str:
     """Numbers to 4 significant digits (integers exactly; inf and nan by name), None as a dash,
     lists per item."""
@@ -140,6 +147,17 @@ def format_value(value) -> str:
         shown = ", ".join(format_value(v) for v in value[:4])
         return f"[{shown}, … ({len(value)} values)]" if len(value) > 4 else f"[{shown}]"
     return str(value)
+
+
+def detail_text(value) -> str:
+    """A detail as a reader reads it: text as it is, numbers by :func:`format_value`, a mapping
+    as ``name: value; ...`` and a list as ``a, b, c`` (never a Python repr with its braces and
+    quotes)."""
+    if isinstance(value, dict):
+        return "; ".join(f"{name}: {detail_text(item)}" for name, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return ", ".join(detail_text(item) for item in value)
+    return value if isinstance(value, str) else format_value(value)
 
 
 def anchor(claim_id: str) -> str:
@@ -190,8 +208,7 @@ def run_summary(verdicts: list[dict], title: str, metadata: dict | None, generat
     if metadata.get("command"):
         settings.append(("command", shlex.join(str(word) for word in metadata["command"])))
     counts = Counter(v.get("verdict", "") for v in verdicts)
-    ordered = sorted(counts.items(), key=lambda item: (VERDICT_ORDER.index(item[0]) if item[0] in VERDICT_ORDER
-                                                       else len(VERDICT_ORDER), item[0]))
+    ordered = sorted(counts.items(), key=lambda item: (severity(item[0]), item[0]))
     lines = [ClaimLine(str(v.get("id", "")), str(v.get("verdict", "")),
                        headline(v), str(v.get("id", "")).split(".")[0],
                        anchor(v.get("id", ""))) for v in verdicts]
@@ -386,7 +403,7 @@ def claim_entry(verdict: dict, *, reproduce: str | None = None) -> ClaimEntry:
     notes = {key: value for key, value in details.items()
              if not key.startswith("error_") and key not in _COMMAND_DETAILS}
     if notes:
-        blocks.append(Table("Details", ["detail", "value"], [[str(k), str(v)] for k, v in notes.items()],
+        blocks.append(Table("Details", ["detail", "value"], [[str(k), detail_text(v)] for k, v in notes.items()],
                             [0.22, 0.78], optional=True))
     return ClaimEntry(str(verdict.get("id", "")), str(verdict.get("verdict", "")), anchor(verdict.get("id", "")),
                       _facts(verdict), reproduce or "", blocks)
