@@ -246,16 +246,15 @@ def table(header, rows, width=None) -> str:
     first. A last column of text that would be left narrower than 20 characters goes under its
     row instead, indented by four (its name under the header's). Words (a path, a formula
     without spaces) are never broken, so every line fits ``width`` as long as the other
-    columns' longest words fit side by side and no word of the last column is longer than
-    ``width - 4``; otherwise the lines that hold such words are wider.
+    columns' longest words fit side by side and no word of the last column is longer than the
+    room left for it; otherwise the lines that hold such words are wider.
     """
     width = width or terminal_width()
     cells = [[str(c) for c in header]] + [[str(c) for c in row] for row in rows]
     natural = [max(len(row[i]) for row in cells) for i in range(len(header))]
     least = [max(_longest_word(row[i]) for row in cells) for i in range(len(header))]
     gaps = 2 * (len(header) - 1)
-    last_floor = max(least[-1], min(natural[-1], _LAST_COLUMN_MIN))
-    widths = _fit(natural, least[:-1] + [last_floor], width - gaps)
+    widths = _fit(natural, least[:-1] + [min(natural[-1], _LAST_COLUMN_MIN)], width - gaps)
     if len(header) == 1 or sum(widths) + gaps <= width or natural[-1] <= _LAST_COLUMN_MIN:
         lines = _rows(cells, widths)
         lines.insert(len(_rows(cells[:1], widths)), "  ".join("-" * w for w in widths))

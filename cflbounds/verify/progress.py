@@ -125,7 +125,7 @@ class TerminalDisplay(RunDisplay):
         """The live line, within ``columns`` (default: the terminal's): in words where they fit,
         else without them, else cut."""
         running = (f"{self.running} {self.sweep}".rstrip() if self.running else
-                   f"{len(self.scheduled)} on Ray" if self.scheduled else "-")
+                   f"{len(self.scheduled)} running as Ray tasks" if self.scheduled else "-")
         elapsed, eta = duration(self.clock() - self.started), duration(self.eta())
         words = f"verify {self.done}/{self.total} claims | {running} | {elapsed} elapsed | ETA {eta}"
         terse = f"{self.done}/{self.total} {running} {elapsed} ETA {eta}"
