@@ -26,6 +26,10 @@ STRONG = {"p": 0.5, "m": 100, "k": 2, "n_prime": 20, "separation": 1.0, "strong_
 MGD = {"v": 1.0, "sigma": 0.5, "L": 4.0, "mu": 1.0, "l": 0.5, "m": 100, "n_prime": 100, "P": 2, "delta": 1.0,
        "beta": 0.5}
 DSC = {"L": 1.0, "mu": 0.5, "delta_inter": 1.0, "delta_intra": 1.0, "weight_factor": 0.02, "learning_rate": 0.1}
+FEDAVG = {"L": 4.0, "mu": 1.0, "E": 5, "T": 100, "G": 1.0, "Gamma": 0.5, "weighted_variance": 0.1,
+          "initial_distance_sq": 2.0}
+SCAFFOLD = {"sigma_sq": 1.0, "mu": 0.5, "beta": 2.0, "K": 10, "N": 10, "epsilon": 0.01}
+FEDPROX = {"mu": 10.0, "gamma": 0.1, "B": 1.5, "L": 1.0, "L_minus": 0.5, "K": 100}
 VALID = {
     "IFCA.A1": {"init_distance": 0.1, "separation": 1.0},
     "IFCA.A2": LINEAR,
@@ -49,6 +53,24 @@ VALID = {
     "DSC.A1-4": {"L": 1.0, "mu": 0.5, "delta_intra": 1.0, "delta_inter": 1.0},
     "DSC.T1": {"initial_gap": 1.0, **DSC, "noise_factor": 0.1, "iterations": 10},
     "DSC.E14": DSC,
+    "FEDAVG.T1": FEDAVG,
+    "FEDAVG.T2": {**FEDAVG, "K": 5, "N": 10},
+    "FEDAVG.T3": {**FEDAVG, "K": 5, "N": 10},
+    "FEDAVG.T3U": {**{k: v for k, v in FEDAVG.items() if k != "weighted_variance"}, "sigma_sq_sum": 1.0, "nu": 1.5,
+                   "varsigma": 0.5, "K": 5, "N": 10},
+    "FEDAVG.T4": {"E": 5, "eta": 0.1},
+    "LOCALGD.T1": {"initial_distance_sq": 1.0, "sigma_sq": 1.0, "L": 1.0, "gamma": 0.05, "H": 4, "T": 100},
+    "LOCALGD.C1": {"initial_distance_sq": 1.0, "sigma_sq": 1.0, "L": 1.0, "H": 3, "T": 100, "M": 10},
+    "SCAFFOLD.T1": {**SCAFFOLD, "G": 1.0, "B": 1.0, "S": 5},
+    "SCAFFOLD.T2": {"G": 1.0, "mu": 0.5, "R": 10},
+    "SCAFFOLD.T3": {**SCAFFOLD, "S": 5},
+    "SCAFFOLD.T4": {**SCAFFOLD, "delta": 0.1},
+    "FEDPROX.T4": FEDPROX,
+    "FEDPROX.C7": {"L": 1.0, "B": 2.0, "K": 100},
+    "FEDPROX.T6": {**FEDPROX, "Delta": 1.0, "epsilon": 0.01},
+    "FEDPROX.T11": {**{k: v for k, v in FEDPROX.items() if k != "B"}, "sigma_sq": 1.0, "epsilon": 1.0},
+    "CFL.T1": {"gamma_i": 0.2, "gamma_j": 0.3, "k": 3},
+    "CFL.C1": {"gamma_max": 0.3, "k": 2},
 }
 EXTREMES = (1e308, 1e300, 1e-300, 10**400, 2**53, 2**53 + 1, 5e-324)  # 1e308 also overflows sums of two terms
 

@@ -78,8 +78,8 @@ def test_claims_json_lists_every_catalog_id(capsys):
     assert not missing, f"claims missing from `cflbounds claims`: {missing}"
     for row in rows:
         assert row["status"] in ("implemented", "not implemented") and row["statement"]
-        assert row["paper"] == CLAIMS[row["id"]].paper and row["paper"] in {"IFCA", "CFL-MGD", "FedCluster",
-                                                                             "LCFL", "DSC"}
+        assert row["paper"] == CLAIMS[row["id"]].paper and row["paper"] in {
+            "IFCA", "CFL-MGD", "FedCluster", "LCFL", "DSC", "FedAvg", "LocalGD", "SCAFFOLD", "FedProx", "CFL"}
         assert row["package"] == "cflbounds" and row["reference"]  # the papers come through the entry point too
     implemented = {row["id"] for row in rows if row["status"] == "implemented"}
     assert {"IFCA.A2", "IFCA.T1", "IFCA.T2c", "IFCA.C1", "IFCA.F2"} <= implemented

@@ -13,7 +13,7 @@ import pytest
 
 from cflbounds.claims import Claim, Domain, Instance, Parameter, rules
 from cflbounds.cli import main
-from cflbounds.falsify import SEARCH_EVALUATIONS, SearchPlan, falsify_claim, judge
+from cflbounds.falsify import SEARCH_PLANS, SearchPlan, falsify_claim, judge
 from cflbounds.verify import VerifyContext, verify_claims
 from cflbounds.verify.verdict import PRECEDENCE
 
@@ -138,11 +138,17 @@ def test_the_cli_writes_the_counterexample_and_its_replay_reproduces(planted, tm
     assert true["search"]["outcome"] == "no counterexample found" and "replay" not in true["search"]
 
 
-def test_smoke_scale_searches_nothing_by_default_and_resume_needs_the_same_search(planted, tmp_path):
+def test_smoke_scale_searches_too_and_resume_needs_the_same_search(planted, tmp_path):
+    """A smoke verdict is not the designed experiment with the search left out: the planted corner
+    is found at smoke as at default (--search 0 is the designed experiment alone)."""
     out = str(tmp_path / "run")
-    assert main(["verify", "PLANT.CORNER", "--scale", "smoke", "--out", out]) == 0  # vacuous: no search at smoke
+    assert main(["verify", "PLANT.CORNER", "--scale", "smoke", "--out", out]) == 0
     verdicts = json.loads((tmp_path / "run" / "verdicts.json").read_text())["verdicts"]
-    assert verdicts[0]["verdict"] == "vacuous" and verdicts[0]["search"] == {}
+    assert verdicts[0]["verdict"] == "violated" and verdicts[0]["designed"]["verdict"] == "vacuous"
+    assert verdicts[0]["search"]["evaluations"] >= SEARCH_PLANS["smoke"][0]
+    assert main(["verify", "PLANT.CORNER", "--scale", "smoke", "--out", str(tmp_path / "none"), "--search", "0"]) == 0
+    alone = json.loads((tmp_path / "none" / "verdicts.json").read_text())["verdicts"]
+    assert alone[0]["verdict"] == "vacuous" and alone[0]["search"] == {}
     assert main(["verify", "PLANT.CORNER", "--scale", "smoke", "--out", out, "--resume",
                  "--search-evaluations", "50"]) == 2
 
@@ -159,9 +165,12 @@ def test_verify_and_falsify_give_mgd_l2_one_verdict():
     """The disagreement that started it: the designed experiment calls MGD.L2 vacuous (no decrease
     promised, never exceeded at its placements) while its search confirms heavy-ball momentum
     exceeding the one-step bound. ``verify MGD.L2`` at the default scale and ``falsify MGD.L2``
-    with the same evaluations and seed must both say violated."""
-    verdict = judge("MGD.L2", scale="default")
-    searched = falsify_claim("MGD.L2", seed=0, budget=None, max_evaluations=SEARCH_EVALUATIONS["default"])
+    with the same evaluations and seed must both say violated, with the same counterexample; and
+    the default plan (at least that many evaluations, and seconds) says violated too."""
+    evaluations = SEARCH_PLANS["default"][0]
+    verdict = judge("MGD.L2", scale="default", search=SearchPlan(evaluations=evaluations))
+    searched = falsify_claim("MGD.L2", seed=0, budget=None, max_evaluations=evaluations)
     assert verdict.designed["verdict"] == "vacuous"
     assert searched["outcome"] == verdict.search["outcome"] == "violated"
     assert verdict.verdict == "violated" and verdict.search["counterexample"] == searched["counterexample"]
+    assert judge("MGD.L2", scale="default").verdict == "violated"

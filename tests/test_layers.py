@@ -70,8 +70,8 @@ def test_a_planted_import_breaks_its_contract(contract, tmp_path):
 
 
 # A paper named in code: a claim-ID prefix as a word, or a paper's package name anywhere.
-PAPER_NAME = re.compile(r"\b(IFCA|MGD|CFL-MGD|FC|FedCluster|LCFL|DSC)\b|ifca|cfl_mgd|fedcluster|lcfl|\bdsc\b",
-                        re.IGNORECASE)
+PAPER_NAME = re.compile(r"\b(IFCA|MGD|CFL-MGD|FC|FedCluster|LCFL|DSC|CFL)\b|ifca|cfl_mgd|fedcluster|lcfl|\bdsc\b"
+                        r"|fedavg|localgd|scaffold|fedprox", re.IGNORECASE)
 ENGINE = ["verify", "claims", "falsify", "pytest_plugin.py"]
 
 

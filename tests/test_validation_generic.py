@@ -13,6 +13,7 @@ import pkgutil
 
 import numpy as np
 import pytest
+from test_bounds_catalogue import VALID as CATALOGUE_BOUNDS
 from test_bounds_ifca import VALID as IFCA_BOUNDS
 from test_cfl_mgd_bounds import VALID as MGD_BOUNDS
 from test_cfl_mgd_logistic_mixture import VALID as LOGISTIC_MIXTURE
@@ -73,7 +74,8 @@ VALID = {
     layout_from_positions: dict(positions=[[10.0, 0.0], [0.0, 20.0], [-5.0, -5.0]]),
     upload_noise_variance: dict(snr=np.array([1e-4, 1e-6]), noise_scale=10.0),
 }
-ELSEWHERE = {**IFCA_BOUNDS, **MGD_BOUNDS, **PEP, **DSC_BOUNDS, make_logistic_mixture: LOGISTIC_MIXTURE}
+ELSEWHERE = {**IFCA_BOUNDS, **MGD_BOUNDS, **PEP, **DSC_BOUNDS, **CATALOGUE_BOUNDS,
+             make_logistic_mixture: LOGISTIC_MIXTURE}
 
 
 def _validated_public_functions(*subpackages) -> set:

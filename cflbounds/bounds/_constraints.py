@@ -14,16 +14,17 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from .._validation import Interval, validate_params
+from .._validation import Constraint, Interval, check_param, validate_params
 
-__all__ = ["POSITIVE", "NONNEGATIVE", "PROBABILITY", "PROPORTION", "AT_LEAST_ONE", "COUNT", "NONNEGATIVE_COUNT",
-           "bound_params"]
+__all__ = ["POSITIVE", "NONNEGATIVE", "PROBABILITY", "PROPORTION", "UNIT", "AT_LEAST_ONE", "COUNT",
+           "NONNEGATIVE_COUNT", "bound_params", "within"]
 
 _EXACT = 2**53
 POSITIVE = [Interval(Real, 0, None, closed="neither")]
 NONNEGATIVE = [Interval(Real, 0, None, closed="left")]
 PROBABILITY = [Interval(Real, 0, 1, closed="neither")]
 PROPORTION = [Interval(Real, 0, 1, closed="right")]
+UNIT = [Interval(Real, 0, 1, closed="both")]
 AT_LEAST_ONE = [Interval(Real, 1, None, closed="left")]
 COUNT = [Interval(Integral, 1, _EXACT)]
 NONNEGATIVE_COUNT = [Interval(Integral, 0, _EXACT)]
@@ -54,3 +55,14 @@ def bound_params(constraints: dict[str, list]):
         return validate_params(constraints)(in_float64)
 
     return decorator
+
+
+def within(name: str, value, caller, low=None, high=None, closed="both", kind=Real, rule="") -> None:
+    """A range that depends on other parameters (``K <= N``, ``mu <= L``, a step at most
+    ``1/(4LH)``), refused with :func:`validate_params`' one message, the ``rule`` naming the
+    parameters it comes from: "The 'K' parameter of theorem3 must be an int in the range
+    [1, 10] (K <= N). Got 12 instead." ``caller`` is the public function's name."""
+    interval = Interval(kind, low, high, closed=closed)
+    value = value.item() if isinstance(value, np.generic) else value  # the message shows 5.0, not np.float64(5.0)
+    check_param(name, value, [Constraint(interval.is_satisfied_by, f"{interval} ({rule})") if rule else interval],
+                caller)

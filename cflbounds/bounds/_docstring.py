@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import re
 
-__all__ = ["statement", "parameter_descriptions"]
+__all__ = ["statement", "parameter_descriptions", "appended", "parameters"]
 
 _UNDERLINE = re.compile(r"^-{3,}$")
 
@@ -52,3 +52,24 @@ def parameter_descriptions(function) -> dict[str, str]:
     shared = {name: group for group in groups if len(group) > 1 for name in group}
     return {name: text.replace("``", "") + (f" (this one: {name}, of {', '.join(shared[name])})" if name in shared
                                             else "") for name, text in described.items()}
+
+
+def appended(text: str):
+    """Decorator: ``text`` added at the end of the function's docstring, for a ``Parameters``
+    section (or its shared entries) that several formulas of one paper have in common.
+    ``text``'s lines are indented like the docstring's (four spaces)."""
+    def decorate(function):
+        function.__doc__ = (function.__doc__ or "").rstrip() + "\n\n" + text.lstrip("\n") + "\n"
+        return function
+
+    return decorate
+
+
+def parameters(entries: dict[str, tuple[str, str]], *names: str) -> str:
+    """A numpydoc ``Parameters`` section (indented for :func:`appended`) listing ``names`` from
+    ``entries`` (name: (type, description)), for the constants a paper's formulas share."""
+    lines = ["    Parameters", "    ----------"]
+    for name in names:
+        kind, text = entries[name]
+        lines += [f"    {name} : {kind}", f"        {text}"]
+    return "\n".join(lines)

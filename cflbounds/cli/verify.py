@@ -44,7 +44,7 @@ failed, 130 interrupted. More: docs/verify-runs.md (progress, outputs, resuming,
 
 
 def add_parser(commands) -> None:
-    from ..falsify.judge import SEARCH_EVALUATIONS
+    from ..falsify.judge import SEARCH_PLANS
     from ..verify.context import SCALES
     from ..verify.run import CLAIM_TIMEOUTS
 
@@ -59,10 +59,11 @@ def add_parser(commands) -> None:
                              "the same verdicts")
     searching = verify.add_mutually_exclusive_group()
     searching.add_argument("--search-evaluations", type=non_negative(int), metavar="N",
-                           help="evaluations per domain's search (default: " + ", ".join(
-                               f"{scale} {count}" for scale, count in SEARCH_EVALUATIONS.items()) + "; 0: none)")
+                           help="each domain's search: N evaluations alone, whatever the machine's speed (0: none)")
     searching.add_argument("--search", type=non_negative(float), metavar="SECONDS",
-                           help="a time budget per search instead (0: none)")
+                           help="each domain's search: this many seconds alone (0: none); default: at least " + ", ".join(
+                               f"{scale} {count}/{seconds:g} s" for scale, (count, seconds) in SEARCH_PLANS.items())
+                           + " evaluations/seconds, whichever takes longer")
     verify.add_argument("--out", metavar="DIR", help="run directory (default: reports/<date-time>/)")
     verify.add_argument("--resume", action="store_true",
                         help="continue the run in --out DIR: keep its verdicts")

@@ -25,7 +25,6 @@ from ..synthetic.seeding import spawn_seeds
 from ..verify import rules
 from ..verify.contract import checked_evaluate
 from ..verify.domain import Domain, ratio_of
-from ..verify.stats import mean_interval
 
 __all__ = ["CONFIRM_KEY", "Confirmation", "confirm", "confirmation_seeds"]
 
@@ -84,17 +83,19 @@ def confirm(domain: Domain, ctx, point: dict, seed: int, confidence: float = 0.9
         return Confirmation(decision.verdict == "violated", len(kept), 1.0, (min(ratios), max(ratios)),
                             "measured / bound over the fresh instances", decision.summary, seeds, left_out, measured,
                             bounds, max(allowed_ratios), (min(allowed_ratios), max(allowed_ratios)), seeds[strongest])
-    if domain.rule == "expectation":
-        excess = np.concatenate([np.asarray(i.samples, float) - i.bound for i in kept])
-        mean, low, high = (float(v) for v in mean_interval(excess, confidence))
-        violated = bool(low > 0)
-        # each trial's bound, so that mean bound + mean excess is the mean measured
-        bound = float(np.mean(np.concatenate([np.full(len(i.samples), float(i.bound)) for i in kept])))
+    if domain.rule == "expectation":  # the trials of every fresh instance pooled: one configuration
+        samples = np.concatenate([np.asarray(i.samples, float) for i in kept])
+        trial_bounds = np.concatenate([np.full(len(i.samples), float(i.bound)) for i in kept])
+        decision = rules.expectation(samples, trial_bounds, confidence=confidence)
+        evidence = decision.evidence
+        low, high = evidence["worst_excess_low"], evidence["worst_excess_high"]
+        mean, bound = evidence["worst_mean"] - evidence["worst_bound"], evidence["worst_bound"]
+        violated = decision.verdict == "violated"
         ratio, ratio_low, ratio_high = (_excess_ratio(value, bound) for value in (mean, low, high))
-        summary = (f"mean of measured - bound over {excess.size} fresh trials {mean:.4g} [{low:.4g}, {high:.4g}] at "
+        summary = (f"mean of measured - bound over {samples.size} fresh trials {mean:.4g} [{low:.4g}, {high:.4g}] at "
                    f"{confidence:.0%}: " + ("above 0, the bound is exceeded in expectation" if violated else
                                             "not above 0"))
-        return Confirmation(violated, int(excess.size), confidence, (low, high), "mean of measured - bound", summary,
+        return Confirmation(violated, int(samples.size), confidence, (low, high), "mean of measured - bound", summary,
                             seeds, left_out, measured, bounds, ratio, (ratio_low, ratio_high), seeds[strongest])
     allowed = np.array([i.bound for i in kept])
     exceedances, trials = np.array([i.exceedances for i in kept]), np.array([i.trials for i in kept])

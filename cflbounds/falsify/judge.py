@@ -16,14 +16,24 @@ confirmation, the coverage statement); its summary says both, the deciding one f
 differ ("search: violated: measured/allowed 4.06 [3.2, 5.1] at ...; designed experiment:
 vacuous (...)").
 
-How much to search (:class:`SearchPlan`) is part of what a verdict depends on. By default it is
-a number of evaluations per claim that depends on the scale (:data:`SEARCH_EVALUATIONS`), so
-the verdict depends only on (claim, scale, seed, device) as the designed experiment's does;
-``--search SECONDS`` gives each search a time budget instead, which (like ``falsify
---budget``) reaches further on a faster machine.
+A claim may have no designed experiment at all: the short form ``Claim(id, statement,
+bound=..., domain=...)``. Its domain is then the whole claim, and its verdict is the search's
+(:func:`domain_verdict`): ``violated`` with the confirmed counterexample, ``holds`` with what
+the space-filling phase rules out (the share of the admissible volume a violating region could
+still hold), or ``inconclusive`` where the phase drew fewer than :data:`MIN_COVERAGE_POINTS`
+admissible points, which rule out nothing worth saying.
+
+How much to search (:class:`SearchPlan`) is part of what a verdict depends on. By default it is,
+per claim, at least a number of evaluations *and* at least a number of seconds, whichever takes
+longer, by scale (:data:`SEARCH_PLANS`): a cheap claim is searched for as long as the seconds
+allow, an expensive one gets its evaluations. The seconds reach further on a faster machine, so
+a verdict from a search depends on the machine's speed too (the evaluations are recorded);
+``--search-evaluations N`` makes it a count alone, reproducible anywhere, and ``--search
+SECONDS`` a time alone (as ``falsify --budget``).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from numbers import Integral
 
@@ -36,12 +46,18 @@ from ..verify.run import verify_claims
 from ..verify.verdict import Verdict, strongest
 from .run import falsify_claim
 
-__all__ = ["SEARCH_EVALUATIONS", "SearchPlan", "default_plan", "judge", "searched_verdict"]
+__all__ = ["MIN_COVERAGE_POINTS", "SEARCH_PLANS", "SearchPlan", "default_plan", "domain_verdict", "judge",
+           "searched_verdict"]
 
-# Evaluations per claim of the search verify runs, by scale: none at smoke (the test suite's
-# size), a short search at default (MGD.L2's known counterexample needs about 150), a long one
-# at paper. docs/verify-runs.md ("What each scale costs") gives what they cost per claim.
-SEARCH_EVALUATIONS = {"smoke": 0, "default": 200, "paper": 2000}
+# The search verify runs per claim with a domain, by scale: at least so many evaluations and at
+# least so many seconds. Smoke: a short one, so that a smoke verdict is not a default one with the
+# search left out; default: MGD.L2's known counterexample needs about 150 evaluations, and a cheap
+# claim gets ten seconds; paper: a long one. docs/verify-runs.md ("What each scale costs").
+SEARCH_PLANS = {"smoke": (25, 2.0), "default": (200, 10.0), "paper": (2000, 60.0)}
+# A domain-only claim holds only when its coverage phase drew at least this many admissible
+# points: with 5, a violating region is ruled out above 45 % of the admissible volume (95 %); with
+# fewer the statement says nearly nothing, and the verdict is inconclusive.
+MIN_COVERAGE_POINTS = 5
 # A designed violation is final (only an error outranks it, PRECEDENCE): verify does not search
 # such a claim, `falsify` does.
 NOT_RUN = "not run"
@@ -51,18 +67,15 @@ NOT_RUN_REASON = ("the designed experiment already found the claim violated, whi
 
 @dataclass(frozen=True)
 class SearchPlan:
-    """How long ``verify`` searches each claim that has a domain: ``evaluations`` per claim, or
-    ``seconds`` per claim (a time budget), not both; neither (or 0) means no search.
-    ``confidence``: of the confirmation on fresh seeds. Called by the verify engine after a
-    claim's designed check, with the claim, its verdict and the run's context."""
+    """How long ``verify`` searches each claim that has a domain: ``evaluations`` alone is that
+    many evaluations, ``seconds`` alone that many seconds, both together at least both (whichever
+    takes longer); neither (or 0) means no search. ``confidence``: of the confirmation on fresh
+    seeds. Called by the verify engine after a claim's designed check, with the claim, its
+    verdict (None for a claim without a designed check) and the run's context."""
 
     evaluations: int | None = None
     seconds: float | None = None
     confidence: float = 0.95
-
-    def __post_init__(self):
-        if self.evaluations is not None and self.seconds is not None:
-            raise ValueError("a search plan has evaluations or seconds, not both")
 
     @property
     def active(self) -> bool:
@@ -72,20 +85,31 @@ class SearchPlan:
         """What the run's metadata records of it (a verdict depends on it)."""
         return {"evaluations": self.evaluations, "seconds": self.seconds, "confidence": self.confidence}
 
-    def __call__(self, claim, verdict: Verdict, context: VerifyContext, raise_errors: bool = False) -> Verdict:
+    def limits(self) -> dict:
+        """The search's limits as :func:`~cflbounds.falsify.run.falsify_claim` takes them."""
+        if self.evaluations and self.seconds:
+            return {"budget": self.seconds, "max_evaluations": None, "min_evaluations": self.evaluations}
+        return {"budget": self.seconds or None, "max_evaluations": self.evaluations or None}
+
+    def __call__(self, claim, verdict: Verdict | None, context: VerifyContext, raise_errors: bool = False) -> Verdict:
+        if verdict is None:  # no designed experiment: the domain is the whole claim
+            return domain_verdict(claim, self._search(claim, context, raise_errors) if self.active else None, context)
         if not self.active or claim.domain is None or verdict.verdict in ("error", "not-implemented"):
             return verdict
         if verdict.verdict == "violated":  # nothing the search finds can change it (module docstring)
             return replace(verdict, designed={"verdict": verdict.verdict, "summary": verdict.summary},
                            search={"id": claim.id, "outcome": NOT_RUN, "reason": NOT_RUN_REASON.format(id=claim.id)})
-        result = falsify_claim(claim.id, seed=context.seed, budget=self.seconds, max_evaluations=self.evaluations,
-                               device=context.device, confidence=self.confidence, contain=not raise_errors)
-        return searched_verdict(verdict, result)
+        return searched_verdict(verdict, self._search(claim, context, raise_errors))
+
+    def _search(self, claim, context: VerifyContext, raise_errors: bool) -> dict:
+        return falsify_claim(claim.id, seed=context.seed, device=context.device, confidence=self.confidence,
+                             contain=not raise_errors, **self.limits())
 
 
 def default_plan(scale: str) -> SearchPlan:
-    """The search ``verify`` runs at ``scale`` unless told otherwise (:data:`SEARCH_EVALUATIONS`)."""
-    return SearchPlan(evaluations=SEARCH_EVALUATIONS[scale] or None)
+    """The search ``verify`` runs at ``scale`` unless told otherwise (:data:`SEARCH_PLANS`)."""
+    evaluations, seconds = SEARCH_PLANS[scale]
+    return SearchPlan(evaluations=evaluations, seconds=seconds)
 
 
 def search_record(result: dict) -> dict:
@@ -98,6 +122,50 @@ def search_record(result: dict) -> dict:
     if result.get("search", {}).get("best") is not None:
         record["best"] = {key: result["search"]["best"].get(key) for key in ("parameters", "seed", "ratio")}
     return record
+
+
+def domain_verdict(claim, result: dict | None, context: VerifyContext) -> Verdict:
+    """The verdict of a claim whose domain is the whole claim (no designed experiment), from its
+    search ``result`` (None: no search was asked): module docstring."""
+    if result is None:
+        return Verdict(claim.id, "inconclusive", {}, context.seed, 0, 0.0,
+                       "inconclusive: no designed experiment and no search (--search 0): nothing was measured")
+    outcome, coverage = result["outcome"], result["coverage"] or {}
+    admissible = int(coverage.get("admissible", 0))
+    word = ({"violated": "violated", "error": "error"}.get(outcome)
+            or ("holds" if admissible >= MIN_COVERAGE_POINTS else "inconclusive"))
+    reason = (f"; only {admissible} admissible coverage points, fewer than the {MIN_COVERAGE_POINTS} a statement "
+              "needs" if word == "inconclusive" else
+              f"; coverage: {coverage['statement']}" if word == "holds" and coverage.get("statement") else "")
+    # (a search's own summary leaves the coverage to its fields: here it is what 'holds' rests on)
+    evidence = {"search_evaluations": result["evaluations"], "search_violated": int(outcome == "violated"),
+                "search_best_ratio": result["best_ratio"], "coverage_admissible": admissible}
+    if coverage.get("volume_bound") is not None:
+        evidence["coverage_volume_bound"] = coverage["volume_bound"]
+    details = {"designed experiment": "none: the claim is its bound and its domain (the search decides)"}
+    if outcome == "error" and result.get("error"):
+        details.update({f"error_{key}": value for key, value in result["error"].items()})
+    confidence = (result["confirmed"] or {}).get("confidence") if outcome == "violated" else coverage.get("confidence")
+    return Verdict(claim.id, word, evidence, context.seed, int(result["evaluations"]), float(confidence or 0.0),
+                   f"{word}: search: {result['summary']}{reason}", plot=[search_figure(claim.id, result)],
+                   details=details, search=search_record(result))
+
+
+def search_figure(claim_id: str, result: dict) -> dict:
+    """A figure spec of what decided a domain-only verdict: the score of the evaluations the
+    search kept (its objective, above 0 a violation at that evaluation's seed) and the best so far."""
+    trace = result["search"]["trace"]
+    sampled, best = trace["sampled"], trace["best"]
+    steps = list(zip(best["evaluation"], best["score"]))
+    running = [max([score for at, score in steps if at <= evaluation], default=None)
+               for evaluation in sampled["evaluation"]]
+    return {"kind": "rate", "title": f"{claim_id}: the search ({trace['objective']}; above 0: exceeds the bound)",
+            "xlabel": "evaluation", "ylabel": trace["objective"], "logx": False, "logy": False,
+            "x": list(sampled["evaluation"]),
+            "series": [{"label": "evaluations kept (inadmissible left out)", "style": "points",
+                        "y": [math.nan if score is None else score for score in sampled["score"]]},
+                       {"label": "best so far", "y": [math.nan if score is None else score for score in running]}],
+            "reference": [{"y": 0.0, "label": "the bound (0)"}]}
 
 
 def searched_verdict(designed: Verdict, result: dict) -> Verdict:

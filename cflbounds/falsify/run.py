@@ -100,26 +100,27 @@ def search_trace(found: SearchResult, rule: str) -> dict:
 
 def falsify_claim(claim_id: str, *, seed: int = 0, budget: float | None = DEFAULT_BUDGET,
                   max_evaluations: int | None = None, device: str = "cpu", confidence: float = 0.95,
-                  contain: bool = True, timeout: float | None = None) -> dict:
+                  contain: bool = True, timeout: float | None = None, min_evaluations: int | None = None) -> dict:
     """Search, shrink and confirm the registered claim ``claim_id`` (module docstring); the
     result as a JSON-ready dict. With ``contain`` (the default) a failure of the claim's own code
     is the result's outcome ``error``; without it the exception propagates (``falsify --raise``).
     ``timeout``: seconds the whole of it may take, the claim's code stopped then (in this
     process: :func:`~cflbounds.verify.guards.guarded`; :func:`falsify_in_worker` runs it in a
-    process of its own)."""
+    process of its own). ``min_evaluations``: the search goes on past its budget until it has
+    made so many (:func:`~cflbounds.falsify.search.search`; verify's plans)."""
     return falsify_domain(falsifiable_claim(claim_id).domain, claim_id=claim_id, seed=seed, budget=budget,
                           max_evaluations=max_evaluations, device=device, confidence=confidence, contain=contain,
-                          timeout=timeout)
+                          timeout=timeout, min_evaluations=min_evaluations)
 
 
 def falsify_domain(domain, *, claim_id: str = "this claim", seed: int = 0, budget: float | None = DEFAULT_BUDGET,
                    max_evaluations: int | None = None, device: str = "cpu", confidence: float = 0.95,
-                   contain: bool = True, timeout: float | None = None) -> dict:
+                   contain: bool = True, timeout: float | None = None, min_evaluations: int | None = None) -> dict:
     """:func:`falsify_claim` on a domain that no registered claim declares (yet): a plugin
     author's domain under test, or a benchmark's planted claim; ``claim_id`` names it."""
     started, found = time.monotonic(), SearchResult()
     result = _empty_result(claim_id, seed=seed, budget=budget, max_evaluations=max_evaluations, device=device,
-                           rule=domain.rule)
+                           rule=domain.rule, min_evaluations=min_evaluations)
     try:
         with guarded(timeout):
             _falsify(claim_id, domain, VerifyContext(seed=seed, device=device), found, result, confidence)
@@ -139,12 +140,13 @@ def falsify_domain(domain, *, claim_id: str = "this claim", seed: int = 0, budge
 
 
 def _empty_result(claim_id: str, *, seed: int, budget: float | None, max_evaluations: int | None, device: str,
-                  rule: str) -> dict:
+                  rule: str, min_evaluations: int | None = None) -> dict:
     """A claim's result before its search has found anything."""
     return {"id": claim_id, "outcome": OUTCOMES[1], "best_ratio": math.nan, "evaluations": 0,
             "seconds": math.nan, "seed": seed, "device": device, "rule": rule, "counterexample": None,
             "confirmation": None, "confirmed": None, "raw_best": None, "coverage": None, "error": None,
-            "search": {"budget_seconds": budget, "max_evaluations": max_evaluations}}
+            "search": {"budget_seconds": budget, "max_evaluations": max_evaluations,
+                       "min_evaluations": min_evaluations}}
 
 
 def default_timeout(budget: float | None) -> float:
@@ -166,7 +168,7 @@ def falsify_in_worker(claim_id: str, *, timeout: float | None = None, **settings
         what = failure.as_claim_failure("evaluation", claim.domain.evaluate)
         result = _empty_result(claim_id, seed=settings.get("seed", 0), budget=settings.get("budget", DEFAULT_BUDGET),
                                max_evaluations=settings.get("max_evaluations"), device=settings.get("device", "cpu"),
-                               rule=claim.domain.rule)
+                               rule=claim.domain.rule, min_evaluations=settings.get("min_evaluations"))
         _summarise_search(claim.domain, SearchResult(), result)  # nothing found: what was, died with the process
         result.update(outcome=OUTCOMES[2], error=asdict(what), seconds=time.monotonic() - started)
         result["summary"] = result_summary(result)
@@ -190,8 +192,9 @@ def _falsify(claim_id: str, domain, ctx, found: SearchResult, result: dict, conf
     """Search into ``found``; confirm its best point, shrink it if it violates, and put the
     point to report (module docstring) into ``result``."""
     seed = result["seed"]
-    search(domain, ctx, seed=seed, budget=result["search"]["budget_seconds"],
-           max_evaluations=result["search"]["max_evaluations"], claim=claim_id, result=found, confidence=confidence)
+    limits = result["search"]
+    search(domain, ctx, seed=seed, budget=limits["budget_seconds"], max_evaluations=limits["max_evaluations"],
+           min_evaluations=limits["min_evaluations"], claim=claim_id, result=found, confidence=confidence)
     best = found.best
     if best is None:
         return

@@ -158,18 +158,21 @@ def _minimum_steps(domain: Domain) -> np.ndarray:
 @dataclass
 class _Allowance:
     """What a phase may still spend: until ``seconds`` after ``started`` or ``evaluations`` in
-    ``result`` in all (None: no such limit)."""
+    ``result`` in all (None: no such limit), whichever comes first, but never before
+    ``minimum`` evaluations (None: no floor)."""
 
     clock: Callable[[], float]
     started: float
     seconds: float | None
     evaluations: int | None
     result: SearchResult
+    minimum: int | None = None
 
     def spent(self) -> bool:
         over_time = self.seconds is not None and self.clock() - self.started >= self.seconds
         over_count = self.evaluations is not None and self.result.evaluations >= self.evaluations
-        return over_time or over_count
+        below_floor = self.minimum is not None and self.result.evaluations < self.minimum
+        return (over_time or over_count) and not below_floor
 
     def room(self, count: int) -> int:
         """``count``, or fewer where the evaluation count would be passed."""
@@ -179,10 +182,12 @@ class _Allowance:
 def search(domain: Domain, ctx, *, seed: int, budget: float | None = None, max_evaluations: int | None = None,
            clock=time.monotonic, claim: str = "this claim", result: SearchResult | None = None,
            observe: Callable[[Evaluation], None] | None = None, confidence: float = 0.95,
-           coverage_share: float = COVERAGE_SHARE) -> SearchResult:
+           coverage_share: float = COVERAGE_SHARE, min_evaluations: int | None = None) -> SearchResult:
     """Maximise the domain's score until ``budget`` seconds or ``max_evaluations`` evaluations
-    (whichever comes first; at least one of them must be given): first the space-filling phase
-    (``coverage_share`` of either, its violations judged at ``confidence``: :mod:`.coverage`),
+    (whichever comes first; at least one of them must be given), and at least ``min_evaluations``
+    (verify's plans: at least so many evaluations *and* so many seconds, whichever is more): first
+    the space-filling phase (``coverage_share`` of each, its violations judged at ``confidence``:
+    :mod:`.coverage`),
     then CMA-ES (its first restart from the best point the phase drew). Every evaluation is
     checked against the Domain contract (:mod:`cflbounds.verify.contract`, naming ``claim``),
     passed to ``observe`` and summarised into ``result`` (a fresh :class:`SearchResult` by
@@ -194,9 +199,10 @@ def search(domain: Domain, ctx, *, seed: int, budget: float | None = None, max_e
     dimension = len(domain.parameters)
     base_population = 4 + int(3 * math.log(dimension))
     evaluate = partial(_evaluate_generation, domain, ctx, seed, claim=claim, result=result, observe=observe)
-    whole = _Allowance(clock, started, budget, max_evaluations, result)
+    whole = _Allowance(clock, started, budget, max_evaluations, result, min_evaluations)
     phase = _Allowance(clock, started, None if budget is None else coverage_share * budget,
-                       coverage_evaluations(max_evaluations, coverage_share), result)
+                       coverage_evaluations(max_evaluations, coverage_share), result,
+                       coverage_evaluations(min_evaluations, coverage_share))
     try:
         start = _cover(evaluate, UniformDraws(seed, dimension), base_population, phase, result)
         _climb(domain, evaluate, seed, base_population, whole, start, result)

@@ -1,4 +1,5 @@
-"""The five papers' claims (IFCA, CFL-MGD, FedCluster, LCFL, DSC), a plugin like any other.
+"""The five papers' claims (IFCA, CFL-MGD, FedCluster, LCFL, DSC) and the catalogue's (FedAvg, local GD,
+SCAFFOLD, FedProx, CFL: ``CATALOGUE.md``), a plugin like any other.
 
 Each subpackage declares its paper's ``CLAIMS`` (ID, statement, check, bound, reference,
 domain) with the public plugin API only: :mod:`cflbounds.claims` (and its submodules
@@ -10,9 +11,10 @@ engine module imports this package.
 
 ``pyproject.toml`` registers :data:`CLAIMS` in the entry-point group ``cflbounds.claims``
 exactly as a plugin registers its own (one entry point, because installers write entry points
-in alphabetical order and the papers' order, ``tests/data/CLAIMS.md``'s, is the order
-``verify`` runs them in).
+in alphabetical order and the papers' order, ``tests/data/CLAIMS.md``'s and then
+``CATALOGUE.md``'s, is the order ``verify`` runs them in).
 """
-from . import cfl_mgd, dsc, fedcluster, ifca, lcfl
+from . import cfl, cfl_mgd, dsc, fedavg, fedcluster, fedprox, ifca, lcfl, localgd, scaffold
 
-CLAIMS = [*ifca.CLAIMS, *cfl_mgd.CLAIMS, *fedcluster.CLAIMS, *lcfl.CLAIMS, *dsc.CLAIMS]
+CLAIMS = [*ifca.CLAIMS, *cfl_mgd.CLAIMS, *fedcluster.CLAIMS, *lcfl.CLAIMS, *dsc.CLAIMS,
+          *fedavg.CLAIMS, *localgd.CLAIMS, *scaffold.CLAIMS, *fedprox.CLAIMS, *cfl.CLAIMS]

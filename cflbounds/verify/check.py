@@ -13,6 +13,9 @@ from .verdict import Verdict
 
 __all__ = ["check_claim", "error_verdict"]
 
+NOT_SEARCHED = ("inconclusive: the claim has no designed experiment, so its domain is its check, and this call ran "
+                "no search (`cflbounds verify` does; from Python, cflbounds.falsify.judge)")
+
 
 def check_claim(claim_id: str, context: VerifyContext, raise_errors: bool = False,
            search: Callable | None = None, timeout: float | None = None) -> tuple[Verdict, dict]:
@@ -25,19 +28,23 @@ def check_claim(claim_id: str, context: VerifyContext, raise_errors: bool = Fals
     (:func:`error_verdict`) and no tables, unless ``raise_errors``: then the exception goes on.
     ``search(claim, verdict, context, raise_errors)``, when given, may then search the claim's
     domain and return the final verdict (:mod:`cflbounds.falsify.judge`: the engine does not
-    know how a search is done, only when it runs). A ``KeyboardInterrupt`` stops the run only
+    know how a search is done, only when it runs); for a claim without a designed check (the
+    short form: a bound and a domain) the search is the whole check, and it gets ``None`` as the
+    designed verdict. A ``KeyboardInterrupt`` stops the run only
     when it is the user's (:func:`~cflbounds.verify.guards.user_interrupted`)."""
     claim = get_claim(claim_id)
-    if claim.check is None:
+    if claim.check is None and claim.domain is None:
         return Verdict(claim_id, "not-implemented", {}, context.seed, 0, 0.0,
                        "no check for this claim yet", claim.statement, context.scale), {}
     started = time.perf_counter()
     ctx = context.for_claim(claim_id, claim.package)
     try:
         with guarded(timeout):
-            verdict = _designed(claim, ctx, raise_errors)
+            verdict = _designed(claim, ctx, raise_errors) if claim.check is not None else None
             if search is not None:
                 verdict = search(claim, verdict, ctx, raise_errors)
+            elif verdict is None:
+                verdict = Verdict(claim_id, "inconclusive", {}, context.seed, 0, 0.0, NOT_SEARCHED)
     except (ClaimTimeout, KeyboardInterrupt) as error:
         if raise_errors or (isinstance(error, KeyboardInterrupt) and user_interrupted()):
             raise

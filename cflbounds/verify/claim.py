@@ -26,7 +26,8 @@ class ClaimError(ValueError):
 @dataclass(frozen=True)
 class Claim:
     """One claim: ``id`` (``PAPER.NAME``), its ``statement`` in one sentence, a ``check``
-    (``ctx -> Verdict``; ``None`` for a catalogued claim without one), the ``bound`` (a
+    (``ctx -> Verdict``, the designed experiment; ``None`` for the short form, judged by its
+    ``domain`` alone, or for a catalogued claim not yet checked), the ``bound`` (a
     function of named constants decorated with :func:`cflbounds.claims.validate_params`,
     returning a number or a :class:`~cflbounds.bounds._report.BoundResult`; ``None`` if it has
     no formula), the ``paper``'s short name (default: the ID's prefix), its ``reference``, the
@@ -54,7 +55,9 @@ class Claim:
 
     @property
     def status(self) -> str:
-        return "implemented" if self.check is not None else "not implemented"
+        """``implemented`` when ``verify`` can judge it: a designed check, or a domain to search
+        (the short form: a bound and a domain are a whole claim)."""
+        return "implemented" if self.check is not None or self.domain is not None else "not implemented"
 
     def from_package(self, package: str) -> "Claim":
         return self.replaced(package=package)

@@ -10,6 +10,8 @@ claim never rewrites the statistics:
   numerical tolerance (``measured <= bound (1 + rtol) + atol``);
 * :func:`exceedance` — a bound that must hold with probability at least ``1 - delta``:
   Clopper–Pearson intervals of the exceedance frequency, per configuration;
+* :func:`expectation` — a bound on an expected value, ``E[measured] <= bound``: Student-t
+  intervals of the mean excess over the bound, per configuration;
 * :func:`rate` — a rate with an unspecified constant, ``error = O(x^p)``: the log–log slope
   of an error quantile against ``x`` with a bootstrap interval, against the exponent ``p``;
 * :func:`ordering` — ``A >= B`` (or ``A > B``) from paired samples, with a paired interval.
@@ -25,10 +27,10 @@ import numpy as np
 from .._words import plural
 from .domain import deterministic_allowed, format_ratio
 from .orderings import judge_ordering
-from .stats import bonferroni_confidence, clopper_pearson, fit_rate
+from .stats import bonferroni_confidence, clopper_pearson, fit_rate, mean_interval
 from .verdict import VERDICTS, Verdict
 
-__all__ = ["Decision", "deterministic", "exceedance", "exceedance_counts", "rate", "ordering"]
+__all__ = ["Decision", "deterministic", "exceedance", "exceedance_counts", "expectation", "rate", "ordering"]
 
 
 @dataclass(frozen=True)
@@ -201,6 +203,87 @@ def exceedance_counts(exceedances, trials, allowed, *, confidence: float = 0.95,
                           "the allowed probability (ratio 1)", "allowed = 0", low=low, high=high,
                           xlabel="allowed probability")]
     return Decision(verdict, evidence, summary, confidence, int(trials.sum()), plot)
+
+
+# -- expectation ------------------------------------------------------------------------------
+def expectation(samples, bound, *, confidence: float = 0.95, labels=None, quantity: str = "measured",
+                title: str = "") -> Decision:
+    """``E[measured] <= bound`` in every configuration, from independent trials: ``samples`` is
+    ``(configurations, trials)`` (or ``(trials,)`` for one configuration), or a list of one
+    1-d array per configuration (any lengths, at least 2 trials each); ``bound`` is one value per
+    configuration, or one per trial (the shape of ``samples``: a bound that depends on the trial's
+    draw; the mean of the bounds is then the bound on the mean).
+
+    Per configuration the two-sided Student-t interval of the mean excess ``measured - bound``
+    (:func:`.stats.mean_interval`): ``violated`` when some configuration's lower end, at the
+    Bonferroni level over the configurations (:func:`.stats.bonferroni_confidence`: any one
+    configuration refutes the claim), is above 0; ``holds`` when every configuration's upper end
+    at ``confidence`` is at most 0 (an intersection-union test needs no correction);
+    ``vacuous`` when every bound is ``+inf``; ``inconclusive`` otherwise (a true bound that is
+    tight, ``E[measured] = bound``, is never called violated but cannot be shown to hold either).
+    A diverged trial (``+inf``) makes its configuration's mean infinite: violated unless its bound
+    is ``+inf``. The same statistics confirm an expectation claim's counterexample on fresh seeds
+    (:mod:`cflbounds.falsify.confirm`)."""
+    groups = [np.ravel(np.asarray(group, dtype=float)) for group in
+              (samples if isinstance(samples, (list, tuple)) else np.atleast_2d(np.asarray(samples, dtype=float)))]
+    if not groups or any(group.size < 2 for group in groups):
+        raise ValueError("expectation needs at least 2 trials in each configuration (a t interval needs a spread)")
+    if any(np.isnan(group).any() for group in groups):
+        raise ValueError("samples hold NaN: a rule needs every trial measured (a diverged trial is +inf)")
+    bounds = np.asarray(bound, dtype=float)
+    per_trial = bounds.ndim > 0 and bounds.size == sum(group.size for group in groups) and bounds.size != len(groups)
+    if per_trial:
+        bounds = np.split(np.ravel(bounds), np.cumsum([group.size for group in groups])[:-1])
+    else:
+        bounds = [np.full(group.size, value) for group, value in
+                  zip(groups, np.broadcast_to(np.ravel(bounds) if bounds.ndim else bounds, (len(groups),)))]
+    if any(np.isnan(b).any() for b in bounds):
+        raise ValueError("bound holds NaN")
+    configurations = len(groups)
+    family = bonferroni_confidence(confidence, configurations)
+    means, bound_means, lows, highs, family_lows = [], [], [], [], []
+    for group, group_bound in zip(groups, bounds):
+        with np.errstate(invalid="ignore", over="ignore"):
+            infinite_bound = np.isinf(group_bound) & (group_bound > 0)
+            excess = np.where(infinite_bound, -np.inf, group - np.where(infinite_bound, 0.0, group_bound))
+        if infinite_bound.all():  # promises nothing: never exceeded
+            mean = low = high = family_low = -np.inf
+        else:
+            mean, low, high = (float(v) for v in mean_interval(excess[~infinite_bound], confidence))
+            family_low = float(mean_interval(excess[~infinite_bound], family)[1])
+        means.append(float(np.mean(group)))
+        bound_means.append(float(np.mean(group_bound)))
+        lows.append(low), highs.append(high), family_lows.append(family_low)
+    means, bound_means, lows, highs, family_lows = map(np.array, (means, bound_means, lows, highs, family_lows))
+    refuted = family_lows > 0
+    if refuted.any():
+        verdict = "violated"
+    elif np.isinf(bound_means).all():
+        verdict = "vacuous"
+    elif (highs <= 0).all():
+        verdict = "holds"
+    else:
+        verdict = "inconclusive"
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        over = np.where(bound_means > 0, means / bound_means, np.where(means > bound_means, np.inf, 0.0))
+        over = np.where(np.isinf(bound_means) & (bound_means > 0), 0.0, over)
+    worst = int(np.argmax(np.where(refuted, over, -1.0))) if refuted.any() else int(np.argmax(over))
+    trials = int(sum(group.size for group in groups))
+    evidence = {"configurations": configurations, "trials": trials, "refuted_configurations": int(refuted.sum()),
+                "worst_mean": float(means[worst]), "worst_bound": float(bound_means[worst]),
+                "worst_excess_low": float(family_lows[worst]), "worst_excess_high": float(highs[worst]),
+                "largest_mean_over_bound": float(over.max()), "bonferroni_confidence": family}
+    name = f" ({labels[worst]})" if labels is not None else ""
+    summary = (f"{verdict}: over {configurations} configuration{'s' * (configurations != 1)} ({trials} trials), the "
+               f"mean {quantity} reaches {means[worst]:.4g} against the bound {bound_means[worst]:.4g}{name} (ratio "
+               f"{format_ratio(over[worst])}; mean excess in [{family_lows[worst]:.4g}, {highs[worst]:.4g}]); "
+               f"{int(refuted.sum())} refute it")
+    with np.errstate(invalid="ignore", over="ignore"):
+        ends = (bound_means + lows, bound_means + highs)  # the interval of the mean measured
+    plot = [_ratio_figure(means, bound_means, title or f"mean {quantity} over the bound, per configuration "
+                          f"({confidence:.0%} Student-t interval)", f"mean {quantity} / bound",
+                          "the bound (ratio 1)", "bound <= 0", low=ends[0], high=ends[1])]
+    return Decision(verdict, evidence, summary, confidence, trials, plot)
 
 
 # -- rate -------------------------------------------------------------------------------------

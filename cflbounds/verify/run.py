@@ -27,7 +27,8 @@ CLAIM_TIMEOUTS = {"smoke": 600.0, "default": 3600.0, "paper": 86400.0}
 
 
 def implemented_claims() -> list[str]:
-    return [claim.id for claim in claims().values() if claim.check is not None]
+    """The claims ``verify`` can judge: those with a designed check or a domain to search."""
+    return [claim.id for claim in claims().values() if claim.status == "implemented"]
 
 
 def expand_claim_ids(ids, among: list[str] | None = None, kind: str = "implemented") -> list[str]:
@@ -137,7 +138,7 @@ def verify_claims(ids=None, context: VerifyContext | None = None, *, skip=(),
         display = RunDisplay()
     else:
         context = replace(context, progress=display.cells)  # the same run: its tables and experiments
-        no_check = {claim_id: 0.0 for claim_id in todo if get_claim(claim_id).check is None}  # instant, no cost on file
+        no_check = {claim_id: 0.0 for claim_id in todo if get_claim(claim_id).status != "implemented"}  # instant
         display.costs = {**no_check, **display.costs}
     display.start(todo, kept=len(ids) - len(todo))
     verdicts = {}
