@@ -257,16 +257,20 @@ def test_other_load_reads_the_machine_minus_this_process(monkeypatch):
 
 
 # -- bound --------------------------------------------------------------------------------------
-def test_bound_help_lists_every_formula_with_its_statement(capsys, monkeypatch):
+def test_bound_help_lists_every_formula_and_list_gives_their_statements(capsys, monkeypatch):
+    """`bound --help` names every formula's claim ID; `bound --list` gives each with its
+    statement (what a newcomer reads, not a Python function name)."""
     monkeypatch.setenv("COLUMNS", "100")
     assert main(["bound", "--help"]) == 0
+    helped = " ".join(capsys.readouterr().out.split())
+    assert main(["bound", "--list"]) == 0
     listed = capsys.readouterr().out
     assert all(len(line) <= 100 for line in listed.splitlines())
     flat = " ".join(listed.split())
     for claim in CLAIMS.values():
-        if claim.bound is not None:  # the statement a newcomer reads, not a Python function name
-            assert f"{claim.id} {claim.statement}" in flat
-    assert "corollary1" not in listed
+        if claim.bound is not None:
+            assert f"{claim.id} {claim.statement}" in flat and re.search(rf" {re.escape(claim.id)}[,.]", helped)
+    assert "corollary1" not in listed + helped
 
 
 @pytest.mark.parametrize("claim_id", [claim.id for claim in CLAIMS.values() if claim.bound is not None])

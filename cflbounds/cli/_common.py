@@ -41,8 +41,9 @@ class UsageError(InvalidParameterError):
 class HelpFormatter(argparse.HelpFormatter):
     """argparse's help at the terminal's width (``$COLUMNS`` first), options and text alike. The
     description and epilog keep their paragraphs (text between blank lines is filled to the
-    width) and their indented lines as they are (an example command, a short list), an
-    example's ``# comment`` put under it where the line would be wider than the terminal."""
+    width) and their indented lines as they are (an example command, a short list); where such a
+    line would be wider than the terminal, its ``# comment`` goes under it and the command is
+    continued on the next lines with a backslash, so that pasted it still runs."""
 
     def __init__(self, prog, **options):
         options.setdefault("width", terminal_width() - 2)
@@ -85,11 +86,16 @@ class HelpFormatter(argparse.HelpFormatter):
             if not line.strip() or line.startswith(" "):
                 flush()
                 command, mark, comment = line.partition("  # ")
-                if mark and len(indent + line) > width:  # an example's comment goes under it
-                    out += [indent + command.rstrip(), indent + " " * (len(command) - len(command.lstrip()) + 2)
-                            + "# " + comment.strip()]
-                else:
+                if len(indent + line) <= width or not line.strip():
                     out.append(indent + line if line.strip() else "")
+                    continue
+                margin = indent + " " * (len(command) - len(command.lstrip()))
+                pieces = textwrap.wrap(command.strip(), width - len(margin) - 2, break_long_words=False,
+                                       break_on_hyphens=False) or [""]
+                out += [f"{margin}{'    ' * (i > 0)}{piece}" + (" \\" if i < len(pieces) - 1 else "")
+                        for i, piece in enumerate(pieces)]  # a shell line continued, as pasted it still runs
+                if mark:  # an example's comment goes under it
+                    out.append(margin + "  # " + comment.strip())
             else:
                 prose.append(line)
         flush()
