@@ -19,6 +19,8 @@ cflbounds (torch and the checks are imported only when an item or the fixture ru
 """
 from __future__ import annotations
 
+import shlex
+
 import pytest
 
 SCALES = ("smoke", "default", "paper")  # cflbounds.verify.context.SCALES, without importing it
@@ -32,8 +34,24 @@ def pytest_addoption(parser):
     group.addoption("--cflbounds-scale", choices=SCALES, default="smoke",
                     help="size of each claim's experiment: smoke (seconds, default), default (the `cflbounds "
                          "verify` default, minutes in all) or paper (the papers' sizes)")
-    group.addoption("--cflbounds-seed", type=int, default=0, metavar="S",
-                    help="seed of every claim's experiment (a verdict is reproducible from it; default 0)")
+    group.addoption("--cflbounds-seed", type=_seed, default=0, metavar="S",
+                    help="seed of every claim's experiment, an int in [0, 2^63 - 1] (a verdict is reproducible "
+                         "from it; default 0)")
+
+
+def _seed(text: str) -> int:
+    """``--cflbounds-seed``: an int in [0, 2^63 - 1], as ``cflbounds verify --seed`` takes."""
+    import argparse
+
+    from cflbounds._schemas import MAX_SEED
+
+    try:
+        seed = int(text)
+    except ValueError:
+        seed = None
+    if seed is None or not 0 <= seed <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"must be an int in [0, 2^63 - 1]. Got {text!r:.60} instead")
+    return seed
 
 
 class ClaimFailed(Exception):
@@ -57,7 +75,7 @@ class ClaimItem(pytest.Item):
 
     def reproduction(self) -> str:
         scale, seed = self._settings()
-        return f"cflbounds verify {self.claim_id} --scale {scale} --seed {seed}"
+        return shlex.join(["cflbounds", "verify", self.claim_id, "--scale", scale, "--seed", str(seed)])
 
     def runtest(self):
         from cflbounds.falsify import judge

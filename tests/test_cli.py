@@ -631,17 +631,17 @@ def test_sweep_out_a_file_is_one_line(capsys, tmp_path):
 
 
 def test_sweep_out_a_read_only_directory_is_one_line_before_any_work(capsys, tmp_path, monkeypatch):
-    """Simulated as a write that the OS refuses (the tests may run as root, who writes anywhere);
-    the first write is the manifest, before any cell."""
+    """Simulated as a write that the OS refuses (the tests may run as root, who writes anywhere):
+    the store's directory is checked by writing a probe file, before any cell."""
+    import cflbounds._files as files_module
     import cflbounds.sweeps.executors as executors
-    import cflbounds.sweeps.store as store_module
 
     def refuse(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
 
     calls = []
     monkeypatch.setattr(executors, "run_cells", lambda *args, **kwargs: calls.append(args))
-    monkeypatch.setattr(store_module.tempfile, "mkstemp", refuse)
+    monkeypatch.setattr(files_module.tempfile, "mkstemp", refuse)
     code, _, err = run(capsys, *TINY, "--out", tmp_path / "readonly" / "store")
     assert_usage_error(code, err, str(tmp_path / "readonly" / "store"), "Permission denied")
     assert calls == []

@@ -89,11 +89,11 @@ def heavy(monkeypatch, tmp_path) -> list[str]:
         calls.append("check")
         return Verdict(claim_id, "holds", {}, context.seed, 1, 0.95), {}
 
-    def sweep_outputs(store, cell_list):
+    def sweep_outputs(store, cell_list, manifest=None):
         calls.append("write_sweep_outputs")
         return {"figures": [], "report": store.directory / "report.pdf", "summary_text": ""}
 
-    def report(directory):
+    def report(directory, record=None):
         calls.append("write_report")
         return Path(directory) / "report.pdf"
 

@@ -180,9 +180,9 @@ def test_replaying_a_failing_claim_is_one_line_and_exit_3(broken, capsys, tmp_pa
 
 @pytest.mark.parametrize("fields, words", [
     ({"parameters": {"x": 2.0, "n": 1}}, "is not a point of its domain"),
-    ({"parameters": [0.5, 1]}, "its parameters [0.5, 1] are not an object"),
-    ({"seed": "1"}, "its seed '1' is not a non-negative int"),
-    ({"search_seed": -1}, "its search_seed -1 is not a non-negative int"),
+    ({"parameters": [0.5, 1]}, "parameters: an array of 2 items is not an object of parameter values"),
+    ({"seed": "1"}, "seed: '1' is not a seed (an int in [0, 2**63 - 1])"),
+    ({"search_seed": -1}, "search_seed: -1 is not a seed"),
 ])
 def test_replaying_a_damaged_file_is_bad_input_not_the_claims_error(broken, capsys, tmp_path, fields, words):
     path = tmp_path / "counterexample.json"

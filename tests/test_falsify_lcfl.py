@@ -216,7 +216,7 @@ def test_e4_search_finds_the_equal_distributions_violation_and_it_replays(tmp_pa
     assert result["outcome"] == "violated" and result["confirmation"]["violated"]
     example = result["counterexample"]
     assert example["details"]["disc_upper"] == 0.0 and example["measured"] > example["bound"] == ROUNDING
-    record = read_counterexample(write_counterexample(tmp_path / "e4.json", result))
+    record = read_counterexample(write_counterexample(tmp_path, result))
     assert replay_counterexample(record).ratio == example["ratio"]
 
 

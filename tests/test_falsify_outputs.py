@@ -109,9 +109,9 @@ def test_another_runs_report_is_refused_but_other_files_are_not(broken, capsys, 
 
 
 @pytest.mark.parametrize("content, words", [
-    ("not json", "not a readable falsify record"),
-    ('{"metadata": {}, "results": {}}', "expected an object with 'metadata'"),
-    ('{"metadata": {}, "results": [{"id": "TOY.LINE", "outcome": "fine"}]}', "result 1 is not a falsify result"),
+    ("not json", "not valid JSON (Expecting value at line 1, column 1) (expected the JSON `cflbounds falsify` writes)"),
+    ('{"metadata": {}, "results": {}}', "results: an object of 0 keys is not an array of results"),
+    ('{"metadata": {}, "results": [{"id": "TOY.LINE", "outcome": "fine"}]}', "results[0]: has no 'best_ratio'"),
     ('{"metadata": {}, "results": []}', "cflbounds version nothing recorded"),
 ])
 def test_a_damaged_record_is_refused_in_one_line(broken, capsys, tmp_path, content, words):  # noqa: F811

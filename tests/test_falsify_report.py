@@ -21,7 +21,7 @@ from cflbounds.cli import main
 from cflbounds.falsify.outputs import report_entry
 from cflbounds.reports.content import anchor
 from cflbounds.reports.pdf import report_pages
-from cflbounds.verify import registry
+from cflbounds.verify import registry, workers
 from conftest import EXAMPLE, REAL_ENTRY_POINTS
 from test_report_html import external_loads
 from test_report_quality import NEAR_EMPTY, _ink_depths, figure_problems
@@ -38,6 +38,7 @@ def run(tmp_path_factory):
         monkeypatch.syspath_prepend(str(EXAMPLE))
         monkeypatch.setattr(registry, "entry_points", lambda group: [
             *REAL_ENTRY_POINTS(group=group), EntryPoint("textbook", "cflbounds_textbook:CLAIMS", registry.GROUP)])
+        monkeypatch.setattr(workers, "DEFAULT_ISOLATION", "none")  # registered in this process only
         registry.reload()
         directory = tmp_path_factory.mktemp("falsify") / "run"
         code = main(["falsify", *CLAIMS, "--evaluations", "30", "--seed", "0", "--out", str(directory),

@@ -28,6 +28,8 @@ SWEEP = ["sweep", "ifca-fig2", "--panel", "c", "--variant", "official", "--m", "
 # IFCA.F2 runs a sweep inside its claim's task (nested tasks); MGD.L2's evidence used to change in
 # the last digits with numpy's BLAS thread count (tests/test_thread_count.py compares thread counts)
 CLAIMS = ["IFCA.F2", "LCFL.E8", "MGD.L2"]
+# the smoke search counted in evaluations: its seconds would let two runs search differently far
+SMOKE = ["--scale", "smoke", "--search-evaluations", "25"]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -80,12 +82,10 @@ def test_run_cells_on_ray_matches_local_over_several_cells(tmp_path):
 
 
 def test_verify_on_ray_gives_the_local_verdicts_evidence_and_tables(tmp_path, capsys):
-    code, out, _ = run(capsys, "verify", *CLAIMS, "--scale", "smoke", "--executor", "ray", "--json",
-                       "--out", tmp_path / "ray")
+    code, out, _ = run(capsys, "verify", *CLAIMS, *SMOKE, "--executor", "ray", "--json", "--out", tmp_path / "ray")
     assert code == 0
     on_ray = json.loads(out)
-    code, out, _ = run(capsys, "verify", *CLAIMS, "--scale", "smoke", "--executor", "local", "--json",
-                       "--out", tmp_path / "local")
+    code, out, _ = run(capsys, "verify", *CLAIMS, *SMOKE, "--executor", "local", "--json", "--out", tmp_path / "local")
     local = json.loads(out)
     assert [v["id"] for v in on_ray["verdicts"]] == CLAIMS  # the order asked, whatever the finish order
     assert without_timings(on_ray) == without_timings(local)

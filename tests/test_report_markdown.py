@@ -41,7 +41,8 @@ def test_report_markdown_prints_a_verify_runs_table_and_writes_nothing(tmp_path,
 
     from cflbounds.cli import main
 
-    (tmp_path / "verdicts.json").write_text(json.dumps({"metadata": {}, "verdicts": [SEARCHED, UNSEARCHED]}))
+    recorded = [{"evidence": {}, "seed": 0, "trials": 1, "confidence": 1.0, **verdict} for verdict in (SEARCHED, UNSEARCHED)]
+    (tmp_path / "verdicts.json").write_text(json.dumps({"metadata": {}, "verdicts": recorded}))
     assert main(["report", str(tmp_path), "--markdown"]) == 0
     assert capsys.readouterr().out == verdict_table([SEARCHED, UNSEARCHED])
     assert sorted(path.name for path in tmp_path.iterdir()) == ["verdicts.json"]
@@ -68,12 +69,21 @@ def test_a_falsify_runs_table_has_the_search_its_seconds_and_the_counterexample(
     assert len(lines) == 4
 
 
+def recorded(result: dict) -> dict:
+    """``result`` with what falsify.json's schema requires beside what the table shows."""
+    example = result["counterexample"] and {"seed": 1, **result["counterexample"]}
+    coverage = result.get("coverage") and {"points": 250, "violating": 0, "statement": "", **result["coverage"]}
+    return {"seed": 0, "summary": "", "confirmation": None, **result, "counterexample": example, "coverage": coverage,
+            "search": {"restarts": 0, "search_seconds": 1.0, "admissible": 1, "rejected": 0}}
+
+
 def test_report_markdown_prints_a_falsify_runs_table_and_writes_nothing(tmp_path, capsys):
     import json
 
     from cflbounds.cli import main
 
-    (tmp_path / "falsify.json").write_text(json.dumps({"metadata": {}, "results": [FOUND, NONE_FOUND]}))
+    (tmp_path / "falsify.json").write_text(json.dumps({"metadata": {}, "results": [recorded(FOUND),
+                                                                                   recorded(NONE_FOUND)]}))
     assert main(["report", str(tmp_path), "--markdown"]) == 0
     assert capsys.readouterr().out == search_table([FOUND, NONE_FOUND])
     assert sorted(path.name for path in tmp_path.iterdir()) == ["falsify.json"]

@@ -14,7 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import cflbounds.sweeps.ifca_fig2 as fig2
+import cflbounds._files as files_module
 import cflbounds.sweeps.store as store_module
+from cflbounds._files import WriteError
 from cflbounds._validation import InvalidParameterError
 from cflbounds.cli import main
 from cflbounds.sweeps.executors import run_cells
@@ -74,7 +76,7 @@ def test_store_failed_write_leaves_nothing(tmp_path, monkeypatch):
         raise OSError("disk full")
 
     monkeypatch.setattr(store_module.pq, "write_table", half_write)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(WriteError, match="disk full"):
         store.write("broken", frame([2.0]))
     assert not store.has("broken")
     assert store.cells() == ["done"]
@@ -84,8 +86,8 @@ def test_store_failed_write_leaves_nothing(tmp_path, monkeypatch):
 def test_store_failed_rewrite_keeps_the_old_cell(tmp_path, monkeypatch):
     store = ResultStore(tmp_path)
     store.write("k", frame([1.0]))
-    monkeypatch.setattr(store_module.os, "replace", lambda *a: (_ for _ in ()).throw(OSError("crash")))
-    with pytest.raises(OSError):
+    monkeypatch.setattr(files_module.os, "replace", lambda *a: (_ for _ in ()).throw(OSError("crash")))
+    with pytest.raises(WriteError, match="crash"):
         store.write("k", frame([2.0]))
     monkeypatch.undo()
     assert store.read()["x"].tolist() == [1.0]
@@ -307,9 +309,9 @@ def test_store_that_cannot_be_written_is_named(tmp_path, monkeypatch):
     def refuse(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(store_module.tempfile, "mkstemp", refuse)
+    monkeypatch.setattr(files_module.tempfile, "mkstemp", refuse)
     for write in (lambda s: s.write_manifest({"name": "x"}), lambda s: s.write("k", frame([1.0]))):
-        with pytest.raises(InvalidParameterError) as excinfo:
+        with pytest.raises(WriteError) as excinfo:
             write(ResultStore(tmp_path / "store"))
         _one_line_error(excinfo, str(tmp_path / "store"), "Permission denied")
 
@@ -318,7 +320,7 @@ def test_store_that_cannot_be_written_is_named(tmp_path, monkeypatch):
 def test_store_in_a_read_only_directory_is_named(tmp_path):
     readonly = tmp_path / "readonly"
     readonly.mkdir(mode=0o555)
-    with pytest.raises(InvalidParameterError) as excinfo:
+    with pytest.raises(WriteError) as excinfo:
         ResultStore(readonly / "store").write_manifest({"name": "x"})
     _one_line_error(excinfo, str(readonly / "store"))
 

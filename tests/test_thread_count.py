@@ -27,7 +27,7 @@ import pytest
 SWEEP = ["sweep", "ifca-fig2", "--panel", "c", "--variant", "official", "--m", "20", "--n", "20", "--d", "50",
          "--r", "0.5", "--sigma", "0.1", "--trials", "4", "--device", "cpu"]
 CLAIMS = ["IFCA.F2", "MGD.L2", "MGD.T1"]
-VERIFY = ["verify", *CLAIMS, "--scale", "smoke", "--device", "cpu", "--json"]
+VERIFY = ["verify", *CLAIMS, "--scale", "smoke", "--search-evaluations", "25", "--device", "cpu", "--json"]
 _VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 # one process per setting runs both commands (a Ray instance is started once for the two)
 _DRIVER = ("import json, sys\nfrom cflbounds.cli import main\n"

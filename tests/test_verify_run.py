@@ -16,7 +16,8 @@ from cflbounds.cli import main
 from cflbounds.verify import registry, workers
 
 CLAIMS = ["IFCA.A2", "LCFL.E8", "IFCA.A1", "LCFL.E9"]  # smoke scale: about a second in all, three save tables
-SMOKE = ["--scale", "smoke", "--device", "cpu", "--threads", "1"]
+# the smoke search counted in evaluations: its seconds would let two runs search differently far
+SMOKE = ["--scale", "smoke", "--device", "cpu", "--threads", "1", "--search-evaluations", "25"]
 
 
 def verify(*argv):

@@ -11,7 +11,9 @@ traceback); 2 bad usage or invalid parameters (one line on stderr
 naming the parameter, its value and the allowed range; no traceback); 3 a claim ended in
 ``error``: its own code (check, bound or domain evaluation) raised or broke a contract (its
 result says what and where; the other claims ran and every output was written; it outranks 1);
-130 interrupted; 141 the output pipe was closed by its reader. With ``--raise`` a claim's
+74 an output could not be written (no space left, a permission lost, a symbolic link found on
+its way: one line naming the file; what was written before is kept); 130 interrupted; 141 the
+output pipe was closed by its reader. With ``--raise`` a claim's
 exception propagates as it is, traceback and all, whatever its type.
 """
 from __future__ import annotations
@@ -19,10 +21,11 @@ from __future__ import annotations
 import os
 import sys
 
+from .._files import WriteError
 from .._validation import InvalidParameterError
 from ..verify.failure import raised_by_claim
 from . import bound, claims, falsify, report, sweep, verify
-from ._common import Parser, UsageError, set_threads
+from ._common import EXIT_WRITE, Parser, UsageError, set_threads
 
 __all__ = ["main"]
 
@@ -78,6 +81,12 @@ def main(argv=None) -> int:
             raise
         print(f"{error.prog if isinstance(error, UsageError) else prefix}: error: {error}", file=sys.stderr)
         return 2
+    except WriteError as error:  # after work began (a refusal before it is exit 2): the run stopped there
+        if raised_by_claim(error):  # a claim's own write (a checkpoint) let through by --raise
+            raise
+        print(f"{prefix}: error: {error} What was written before is kept (verify, falsify and sweep continue "
+              "with --resume).", file=sys.stderr)
+        return EXIT_WRITE
     except SystemExit as stop:  # argparse's --help has printed: the exit status, also in-process
         return stop.code if isinstance(stop.code, int) else 0
     except KeyboardInterrupt:  # verify and falsify say what they keep themselves

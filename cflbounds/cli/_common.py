@@ -9,12 +9,13 @@ import textwrap
 
 from .._validation import InvalidParameterError
 
-__all__ = ["Parser", "HelpFormatter", "UsageError", "Once", "csv", "table", "terminal_width", "set_threads", "add_executor_options",
-           "add_containment_options", "add_device_option", "check_executor_options", "claim_timeout", "isolation", "start_executor",
-           "exit_status", "EXIT_VIOLATED", "EXIT_ERROR"]
+__all__ = ["Parser", "HelpFormatter", "UsageError", "Once", "csv", "table", "terminal_width", "set_threads",
+           "add_executor_options", "add_containment_options", "add_device_option", "check_executor_options",
+           "claim_timeout", "isolation", "start_executor", "exit_status", "EXIT_VIOLATED", "EXIT_ERROR", "EXIT_WRITE"]
 
 EXIT_VIOLATED = 1  # a claim was violated and --strict was given
 EXIT_ERROR = 3  # a claim's own code failed: its verdict (outcome) is 'error'
+EXIT_WRITE = 74  # an output could not be written (sysexits.h's EX_IOERR): cflbounds._files.WriteError
 
 
 def exit_status(outcomes, *, strict: bool) -> int:
@@ -186,23 +187,44 @@ def csv(kind):
     return parse
 
 
-def non_negative(kind, *, positive: bool = False):
-    """An argparse type: a finite ``kind`` (int or float) >= 0 (> 0 if ``positive``), else one
-    line saying what it must be and what it got."""
-    relation = "> 0" if positive else ">= 0"
+# The largest search a command accepts, per claim. A week of seconds: a longer run is not one
+# anybody waits for, and 1e308 would never end. Ten million evaluations: at the fastest
+# domain's ~1 ms each that is three hours (the papers' domains take 10 ms to seconds), and the
+# search keeps a bounded summary of them (falsify/search.py), so memory stays flat.
+MAX_SECONDS = 7 * 24 * 3600.0
+MAX_EVALUATIONS = 10_000_000
+
+
+def non_negative(kind, *, positive: bool = False, maximum=None):
+    """An argparse type: a finite ``kind`` (int or float) >= 0 (> 0 if ``positive``), at most
+    ``maximum`` if given, else one line saying what it must be and what it got."""
+    relation = ("> 0" if positive else ">= 0") + (f" and <= {maximum:g}" if isinstance(maximum, float) else
+                                                   f" and <= {maximum}" if maximum is not None else "")
 
     def parse(text):
         try:
             value = kind(text)
         except ValueError:
             value = None
-        if value is None or not math.isfinite(value) or not (value > 0 if positive else value >= 0):
+        if value is None or not math.isfinite(value) or not (value > 0 if positive else value >= 0) \
+                or (maximum is not None and value > maximum):
             raise argparse.ArgumentTypeError(f"must be {'an int' if kind is int else 'a number'} {relation}. "
-                                             f"Got {text!r} instead")
+                                             f"Got {text!r:.60} instead")
         return value
 
     parse.__name__ = f"{'positive' if positive else 'non-negative'} {kind.__name__}"
     return parse
+
+
+def check_seed(seed: int, option: str = "--seed") -> int:
+    """``seed`` if it lies in [0, 2^63 - 1] (numpy spawns from it; tables store it in int64
+    columns), else :class:`InvalidParameterError` before any work."""
+    from .._schemas import MAX_SEED
+
+    if not 0 <= seed <= MAX_SEED:
+        raise InvalidParameterError(f"The '{option}' option must be a non-negative int of at most 63 bits "
+                                    f"(in [0, 2^63 - 1]). Got {seed} instead.")
+    return seed
 
 
 def terminal_width() -> int:

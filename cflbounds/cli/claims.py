@@ -130,14 +130,17 @@ def run(args) -> int:
                for r in rows]
     cells = [[r["id"], r["paper"], r["package"], by, r["statement"]] for r, by in zip(rows, checked)]
     if args.markdown:
+        from ..reports.markdown import markdown_text
+
         print("| " + " | ".join(TABLE_COLUMNS) + " |\n|" + "---|" * len(TABLE_COLUMNS))
         for row in cells:
-            print("| " + " | ".join(cell.replace("|", "&#124;") for cell in row) + " |")
+            print("| " + " | ".join(markdown_text(cell) for cell in row) + " |")
     else:
         print(table(TABLE_COLUMNS, cells))
     if reasons:
         heading = "Why these claims cannot be falsified (`cflbounds falsify` searches the others):"
         print("\n" + (heading if args.markdown else textwrap.fill(heading, terminal_width())) + "\n")
-        print("\n".join(f"- {claim_id}: {why}" for claim_id, why in reasons) if args.markdown else
+        print("\n".join(f"- {markdown_text(claim_id, cell=False)}: {markdown_text(why, cell=False)}"
+                        for claim_id, why in reasons) if args.markdown else
               table(["claim", "why not"], reasons))
     return 0

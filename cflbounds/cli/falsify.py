@@ -6,11 +6,12 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from .._files import writable_directory
+from .._files import absolute_directory, writable_directory
 from .._validation import InvalidParameterError
 from .._words import plural
-from ._common import (EXIT_ERROR, THREADS_HELP, add_containment_options, add_device_option, add_executor_options, check_executor_options,
-                      claim_timeout, exit_status, isolation, non_negative, start_executor, table, thread_count)
+from ._common import (EXIT_ERROR, MAX_EVALUATIONS, MAX_SECONDS, THREADS_HELP, add_containment_options,
+                      add_device_option, add_executor_options, check_executor_options, check_seed, claim_timeout,
+                      exit_status, isolation, non_negative, start_executor, table, thread_count)
 
 __all__ = ["add_parser", "run"]
 
@@ -26,8 +27,8 @@ examples:
   cflbounds falsify --replay DIR/counterexamples/FC.T1.json
 
 Exit status: 0 done, 1 a claim violated with --strict or a replay that does not reproduce, 2
-bad usage, 3 a claim's own code failed, 130 interrupted. More: docs/falsify.md (the search, the
-outputs, each claim's domain)."""
+bad usage, 3 a claim's own code failed, 74 an output could not be written, 130 interrupted.
+More: docs/falsify.md (the search, the outputs, each claim's domain)."""
 
 
 def add_parser(commands) -> None:
@@ -40,10 +41,12 @@ def add_parser(commands) -> None:
     parser.add_argument("ids", nargs="*", metavar="ID",
                         help="claim IDs or patterns such as 'FC.*' (default: every claim that declares a domain)")
     spend = parser.add_mutually_exclusive_group()
-    spend.add_argument("--budget", type=non_negative(float, positive=True), metavar="SECONDS",
+    spend.add_argument("--budget", type=non_negative(float, positive=True, maximum=MAX_SECONDS),
+                       metavar="SECONDS",
                        help=f"seconds of search per claim, before shrinking and confirming (default: "
                             f"{DEFAULT_BUDGET:g})")
-    spend.add_argument("--evaluations", type=non_negative(int, positive=True), metavar="N",
+    spend.add_argument("--evaluations", type=non_negative(int, positive=True, maximum=MAX_EVALUATIONS),
+                       metavar="N",
                        help="evaluations per claim instead: reproducible exactly on any machine")
     parser.add_argument("--seed", type=int, default=0,
                         help="search seed (default 0; same seed, same search path)")
@@ -94,7 +97,10 @@ def _replay(args) -> int:
         raise InvalidParameterError("The '--replay' option replays one file, here: it takes no claim IDs, --budget, "
                                     "--evaluations, --out, --resume, --overwrite, --executor or --address.")
     record = read_counterexample(args.replay)
-    domain = replay_domain(record)  # the claim, its domain and the point checked: a bad file is exit 2
+    try:
+        domain = replay_domain(record)  # the claim, its domain and the point checked: a bad file is exit 2
+    except InvalidParameterError as error:  # the file's claim or point: the file is named
+        raise InvalidParameterError(f"{args.replay}: {error}") from None
     target = _check_emit_target(args.emit_test) if args.emit_test else None
     try:
         instance = replay_counterexample(record, device=str(resolve_device(args.device or record.get("device", "cpu"))))
@@ -155,7 +161,8 @@ def _searches(ids: list[str], settings: dict, args, spend: str):
     """Each claim's falsify result: one after the other here, or every claim a Ray task at once
     (yielded as they finish). A claim's own failure is its result (outcome ``error``) on either
     executor; with ``--raise`` it propagates instead."""
-    from ..falsify.run import default_timeout, falsify_claim, falsify_in_worker
+    from ..falsify import falsify_claim
+    from ..falsify.run import default_timeout, falsify_in_worker
 
     settings = {**settings, "contain": not args.raise_first}
     limit = claim_timeout(args, default_timeout(settings["budget"]))
@@ -188,8 +195,7 @@ def run(args) -> int:
     from ..falsify.outputs import FalsifyRecord
     from ..verify.progress import fit_line
 
-    if args.seed < 0:
-        raise InvalidParameterError(f"The '--seed' option must be a non-negative int. Got {args.seed} instead.")
+    check_seed(args.seed)
     if not 0 < args.confidence < 1:
         raise InvalidParameterError(f"The '--confidence' option must be in (0, 1). Got {args.confidence} instead.")
     if args.replay:
@@ -206,7 +212,9 @@ def run(args) -> int:
     budget = None if args.evaluations else (args.budget or DEFAULT_BUDGET)
     check_executor_options(args)
     isolation(args.isolation, args.raise_first)  # refused before any work
-    out = Path("reports") / datetime.now().strftime("falsify-%Y%m%d-%H%M%S") if args.out is None else args.out
+    # absolute once: a claim that changes the working directory cannot split the run
+    out = absolute_directory(Path("reports") / datetime.now().strftime("falsify-%Y%m%d-%H%M%S") if args.out is None
+                             else args.out, "--out")
     record = FalsifyRecord.open(out, {"command": args.argv, "seed": args.seed, "budget_seconds": budget,
                                       "max_evaluations": args.evaluations, "confidence": args.confidence,
                                       "device": device}, resume=args.resume, overwrite=args.overwrite)

@@ -44,8 +44,11 @@ def _check_directory(directory: Path) -> None:
 
 
 def run(args) -> int:
+    from .._files import absolute_directory, open_run_directory
     from ..falsify.outputs import RECORD_NAME as FALSIFY_RECORD
-    from ..reports.outputs import rebuild_report
+    from ..reports.outputs import REPORT_FILES, rebuild_report
+
+    args.directory = absolute_directory(args.directory, "DIR")
 
     _check_directory(args.directory)
     falsify_run = (args.directory / FALSIFY_RECORD).is_file()
@@ -60,6 +63,8 @@ def run(args) -> int:
         else:
             print(verdict_table(read_record(args.directory / RECORD_NAME)["verdicts"]), end="")
         return 0
+    if args.directory.is_dir():  # no symbolic link where the report goes; a killed run's temporary files removed
+        open_run_directory(args.directory, "DIR", files=REPORT_FILES)
     if falsify_run:
         from ..falsify.outputs import write_report
 

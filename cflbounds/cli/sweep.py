@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 from .._validation import InvalidParameterError
-from ._common import (Once, add_device_option, add_executor_options, check_executor_options, csv, threads_help,
+from ._common import (Once, add_device_option, add_executor_options, check_executor_options, check_seed, csv,
+                      threads_help,
                       start_executor, thread_count)
 
 __all__ = ["add_parser", "run"]
@@ -67,28 +68,31 @@ def add_parser(commands) -> None:
 
 
 def run(args) -> int:
+    from .._files import absolute_directory, open_run_directory
     from .._torch import resolve_device
-    from ..reports.outputs import write_sweep_outputs
+    from ..reports.outputs import REPORT_FILES, write_sweep_outputs
     from ..sweeps.executors import run_cells
     from ..sweeps.grid import cell_key
     from ..sweeps.ifca_fig2 import PROTOCOL, check_memory, fig2_cells, run_fig2_cell
-    from ..sweeps.store import ResultStore
+    from ..sweeps.store import STORE_FILES, ResultStore
     from ..verify.record import now, provenance
 
     device = str(resolve_device(args.device))
     check_executor_options(args)
     overrides = _overrides(args)
-    cells = fig2_cells(_panels(args), args.variant, overrides, seed=_seed(args.seed), **_protocol(args))
-    out = args.out or Path("reports") / "sweeps" / args.name
+    cells = fig2_cells(_panels(args), args.variant, overrides, seed=check_seed(args.seed), **_protocol(args))
+    out = absolute_directory(args.out or Path("reports") / "sweeps" / args.name, "--out")  # once, from the start
     store = ResultStore(out)
+    pending = [cell for cell in cells if not store.has(cell_key(cell))]  # which cells exist; nothing read yet
+    check_memory(pending, device)
+    # writable, no symbolic link among what the store holds, a killed run's temporary files removed
+    open_run_directory(out, "--out", files=STORE_FILES + REPORT_FILES)
     done = store.cells()  # names an unreadable cell file before any work
     if done and not args.resume:
         raise InvalidParameterError(f"{out} already holds {len(done)} finished cells; pass --resume to continue "
                                     "that sweep or choose another --out.")
     settings = {name: cells[0][name] for name in ("sweep", "seed", *PROTOCOL)}
     store.check_settings(settings)
-    pending = [cell for cell in cells if not store.has(cell_key(cell))]
-    check_memory(pending, device)
     start_executor(args)  # joins or starts Ray, just before the store is written
     manifest = store.read_manifest() or {}
     selection = {"panels": sorted({c["panel"] for c in cells}), "variants": args.variant, "overrides": overrides}
@@ -97,15 +101,16 @@ def run(args) -> int:
     runs.append(provenance(sys.argv, device=device, executor=args.executor, cells_to_compute=len(pending),
                            cells_kept=len(cells) - len(pending)))
 
-    def record(**update):  # the manifest says which runs made the store, and when
+    def record(**update) -> dict:  # the manifest says which runs made the store, and when
         runs[-1].update(update)
-        store.write_manifest({"name": args.name, "settings": settings, "selections": selections, "runs": runs})
+        return {"name": args.name, "settings": settings, "selections": selections, "runs": runs}
 
-    record()
+    store.write_manifest(record())
     print(_plan(cells, pending, device), file=sys.stderr)
     summary = run_cells(cells, run_fig2_cell, store, executor=args.executor, shared={"device": device})
-    record(finished=now(), seconds=round(summary["seconds"], 1))
-    paths = write_sweep_outputs(store, cells)
+    finished = record(finished=now(), seconds=round(summary["seconds"], 1))
+    paths = write_sweep_outputs(store, cells, finished)
+    store.write_manifest(finished)  # finished once its outputs are on disk
     print(f"{summary['computed']} cells computed, {summary['skipped']} skipped (already stored), "
           f"{summary['runs']} runs in {summary['seconds']:.1f} s")
     print(paths["summary_text"])
@@ -136,10 +141,6 @@ def _check_choices(option, chosen, allowed) -> None:
         raise InvalidParameterError(f"The '{option}' option must list values among {list(allowed)}. Got {bad[0]!r}.")
 
 
-def _seed(seed) -> int:
-    if not 0 <= seed < 2**63:  # numpy's SeedSequence and the stored uint64 seeds take 63 bits here
-        raise InvalidParameterError(f"The '--seed' option must be an int in the range [0, 2^63). Got {seed} instead.")
-    return seed
 
 
 def _protocol(args) -> dict:

@@ -7,13 +7,17 @@ import textwrap
 from datetime import datetime
 from pathlib import Path
 
+from .._files import absolute_directory
 from .._validation import InvalidParameterError
 from .._words import plural
-from ._common import (THREADS_HELP, add_containment_options, add_device_option, add_executor_options, check_executor_options,
-                      claim_timeout, exit_status, isolation, non_negative, start_executor, table, terminal_width,
-                      thread_count)
+from ._common import (MAX_EVALUATIONS, MAX_SECONDS, THREADS_HELP, add_containment_options, add_device_option,
+                      add_executor_options, check_executor_options, check_seed, claim_timeout, exit_status, isolation,
+                      non_negative, start_executor, table, terminal_width, thread_count)
 
 __all__ = ["add_parser", "run"]
+
+SMOKE_NOTE = ("smoke scale: small problems (inside each theorem's assumptions) and short searches, for a quick look; "
+              "the default scale's verdicts are the reference, and docs/verdicts.md says where the two differ and why")
 
 
 def _scale_help() -> str:
@@ -40,7 +44,8 @@ example:
   cflbounds verify 'IFCA.*' --scale smoke    # IFCA's claims in about a minute
 
 Exit status: 0 done, 1 a claim violated with --strict, 2 bad usage, 3 a claim's own code
-failed, 130 interrupted. More: docs/verify-runs.md (progress, outputs, resuming, costs)."""
+failed, 74 an output could not be written, 130 interrupted. More: docs/verify-runs.md
+(progress, outputs, resuming, costs)."""
 
 
 def add_parser(commands) -> None:
@@ -58,9 +63,11 @@ def add_parser(commands) -> None:
                         help="root seed of every trial (default 0): the same seed, scale, device and version give "
                              "the same verdicts")
     searching = verify.add_mutually_exclusive_group()
-    searching.add_argument("--search-evaluations", type=non_negative(int), metavar="N",
+    searching.add_argument("--search-evaluations", type=non_negative(int, maximum=MAX_EVALUATIONS),
+                           metavar="N",
                            help="each domain's search: N evaluations alone, whatever the machine's speed (0: none)")
-    searching.add_argument("--search", type=non_negative(float), metavar="SECONDS",
+    searching.add_argument("--search", type=non_negative(float, maximum=MAX_SECONDS),
+                           metavar="SECONDS",
                            help="each domain's search: this many seconds alone (0: none); default: at least " + ", ".join(
                                f"{scale} {count}/{seconds:g} s" for scale, (count, seconds) in SEARCH_PLANS.items())
                            + " evaluations/seconds, whichever takes longer")
@@ -100,15 +107,14 @@ def _search_plan(args):
 def _between_claims(record, governor):
     """After each claim: its counterexample file (a search confirmed one), then the claim
     itself, then re-judge ``--threads auto`` for the next one."""
+    from ..falsify.outputs import replay_command
     from ..falsify.records import write_counterexample
 
     def finished(verdict, tables):
         found = verdict.search.get("counterexample") if verdict.search else None
         if found is not None:
-            folder = record.directory / "counterexamples"
-            folder.mkdir(exist_ok=True)
-            path = write_counterexample(folder / f"{verdict.id}.json", verdict.search)
-            verdict.search["replay"] = f"cflbounds falsify --replay {path}"
+            path = write_counterexample(record.directory, verdict.search)
+            verdict.search["replay"] = replay_command(path)
         record.add(verdict, tables)
         governor.adjust()
 
@@ -120,19 +126,23 @@ def run(args) -> int:
     from ..reports.outputs import write_report
     from ..verify.context import VerifyContext
     from ..verify.costs import claim_costs
+    from ..verify.checkpoints import check_checkpoints
     from ..verify.progress import run_display
     from ..verify.record import RunRecord
     from ..verify.run import CLAIM_TIMEOUTS, expand_claim_ids, implemented_claims, verify_claims
 
     # everything is checked before any work starts (and before --out is created)
-    if args.seed < 0:
-        raise InvalidParameterError(f"The '--seed' option must be a non-negative int. Got {args.seed} instead.")
+    check_seed(args.seed)
     if args.resume and args.out is None:
         raise InvalidParameterError("The '--resume' option needs --out DIR, the directory of the run to continue.")
+    if args.resume:  # a damaged or crafted checkpoint is the run directory's fault: said now, in one line
+        check_checkpoints(args.out)
     ids = expand_claim_ids(args.ids) if args.ids else implemented_claims()
     check_executor_options(args)
     where, limit = isolation(args.isolation, args.raise_errors), claim_timeout(args, CLAIM_TIMEOUTS[args.scale])
-    out = Path("reports") / datetime.now().strftime("%Y%m%d-%H%M%S") if args.out is None else args.out
+    # absolute once: a claim that changes the working directory cannot split the run
+    out = absolute_directory(Path("reports") / datetime.now().strftime("%Y%m%d-%H%M%S") if args.out is None else
+                             args.out, "--out")
     context = VerifyContext(scale=args.scale, seed=args.seed, device=str(resolve_device(args.device)),
                             executor=args.executor, workdir=out)
     search = _search_plan(args)
@@ -149,13 +159,15 @@ def run(args) -> int:
         return 130
     if args.executor == "ray":  # claims finished in any order; the record lists them as asked
         record.arrange(ids)
-    record.finish(threads_used=args.thread_governor.chosen, isolation=where, claim_timeout=limit)
-    report = write_report(record.directory)
+    report = record.finish(lambda finished: write_report(record.directory, finished),
+                           threads_used=args.thread_governor.chosen, isolation=where, claim_timeout=limit)
     verdicts = list(record.verdicts.values())
     if args.json:
         print(json.dumps(record.as_dict(), indent=2, allow_nan=False))
     else:
         print(verdict_table(verdicts))
+        if args.scale == "smoke":
+            print("\n" + textwrap.fill(SMOKE_NOTE, terminal_width()))
         print("\n" + textwrap.fill("Each claim's whole summary, its evidence and figures are in the report.",
                                    terminal_width()))
         print(f"verdicts: {record.path}\nreport:   {report}\n          {report.with_name('report.html')}\n"

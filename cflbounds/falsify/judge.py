@@ -113,12 +113,13 @@ def default_plan(scale: str) -> SearchPlan:
 
 
 def search_record(result: dict) -> dict:
-    """The part of a :func:`falsify_claim` result a verdict keeps (no trace: the search's own
-    report has it)."""
-    kept = ("outcome", "best_ratio", "evaluations", "seconds", "seed", "device", "rule", "counterexample",
-            "confirmation", "coverage", "summary", "error")
+    """The part of a :func:`falsify_claim` result a verdict keeps: no trace (the search's own
+    report has it) and no seconds (a verdict's record holds what its seed decides; the verdict's
+    own ``seconds`` counts the search's)."""
+    kept = ("outcome", "best_ratio", "evaluations", "seed", "device", "rule", "counterexample",
+            "confirmation", "coverage", "error")
     record = {key: result.get(key) for key in kept}
-    record["id"] = result["id"]
+    record.update(id=result["id"], summary=result["summary"])  # one short line, no wall time
     if result.get("search", {}).get("best") is not None:
         record["best"] = {key: result["search"]["best"].get(key) for key in ("parameters", "seed", "ratio")}
     return record
@@ -177,7 +178,7 @@ def searched_verdict(designed: Verdict, result: dict) -> Verdict:
     evidence = {**designed.evidence, "search_evaluations": result["evaluations"],
                 "search_violated": int(outcome == "violated"),
                 "search_best_ratio": result["best_ratio"]}
-    reading = f"search: {result['summary']}"  # short: the rest is in ``search``, which the reports show
+    reading = f"search: {result['summary']}"  # short, no wall time: the rest is in ``search``
     summary = (f"{designed.summary}; {reading}" if final == designed.verdict else  # the deciding reading first
                f"{reading}; designed experiment: {designed.verdict} ({designed.summary})")
     details = dict(designed.details)

@@ -32,29 +32,35 @@ Outputs are never overwritten: a directory that holds any of them is refused unl
 resumes it (``--resume``: the same :data:`RESUME_SETTINGS`; finished claims are kept, claims
 that ended in ``error`` are searched again) or replaces it (``--overwrite``: the earlier run's
 outputs are removed first). Other files in the directory are left alone, as ``verify`` does.
-Reading ``falsify.json`` back executes nothing: it is JSON, checked before use.
+Reading ``falsify.json`` back executes nothing: it is JSON, checked against its schema before use
+(:mod:`cflbounds._schemas`).
 """
 from __future__ import annotations
 
 import json
 import math
+import shlex
 import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 
 from .. import __version__
-from .._files import atomic_write_text, writable_directory
+from .._files import atomic_write, atomic_write_text, open_run_directory
+from .._read_json import check_unique_ids, read_json
+from .._schemas import FALSIFY_FILE
 from .._validation import InvalidParameterError
 from ..verify.domain import format_against, format_point, format_ratio
 from ..verify.registry import domain_parameters
 from ..verify.verdict import json_safe
-from .records import write_counterexample
+from .records import counterexample_file, write_counterexample
 from .run import OUTCOMES, result_summary
 
 __all__ = ["FalsifyRecord", "RECORD_NAME", "RESUME_SETTINGS", "read_falsify_record", "report_entry", "write_report"]
 
 RECORD_NAME = "falsify.json"
-OUTPUTS = (RECORD_NAME, "counterexamples", "report.pdf", "report.html")  # what a falsify run writes
+RUN_FILES = (RECORD_NAME, "report.pdf", "report.html")  # what a falsify run writes: these files,
+RUN_FOLDERS = ("counterexamples",)  # and this folder's
+OUTPUTS = RUN_FILES + RUN_FOLDERS
 # what a claim's result depends on (not the threads or the executor: the same with --evaluations)
 RESUME_SETTINGS = ("cflbounds", "seed", "budget_seconds", "max_evaluations", "confidence", "device")
 
@@ -73,10 +79,12 @@ class FalsifyRecord:
              option: str = "--out") -> "FalsifyRecord":
         """The run directory ``directory`` for a run of ``settings`` (the metadata: command,
         seed, budget, ...), checked before any work: a writable directory (created if missing)
-        holding no falsify output, or with ``resume`` an earlier falsify run of the same
-        :data:`RESUME_SETTINGS` (its finished results kept), or with ``overwrite`` anything
-        (the earlier outputs removed). Refusals raise :class:`InvalidParameterError`."""
-        directory = writable_directory(directory, option)
+        where none of the outputs, nor anything in counterexamples/, is a symbolic link
+        (:func:`~cflbounds._files.open_run_directory`, which also removes the temporary files of
+        a killed run), holding no falsify output, or with ``resume`` an earlier falsify run of
+        the same :data:`RESUME_SETTINGS` (its finished results kept), or with ``overwrite``
+        anything (the earlier outputs removed). Refusals raise :class:`InvalidParameterError`."""
+        directory = open_run_directory(directory, option, files=RUN_FILES, folders=RUN_FOLDERS)
         metadata = {"cflbounds": __version__, "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                     **settings}
         path, results = directory / RECORD_NAME, []
@@ -112,9 +120,7 @@ class FalsifyRecord:
         self.results = [kept for kept in self.results if kept["id"] != result["id"]] + [result]
         written = None
         if result["counterexample"] is not None:
-            folder = self.directory / "counterexamples"
-            folder.mkdir(exist_ok=True)
-            written = write_counterexample(folder / f"{result['id']}.json", result)
+            written = write_counterexample(self.directory, result)
             result["counterexample_file"] = str(written)
         self._write()
         return written
@@ -135,33 +141,18 @@ class FalsifyRecord:
         return write_report(self.directory, self.results, self.metadata)["report"]
 
     def _write(self) -> None:
-        atomic_write_text(self.path, json.dumps(self.as_dict(), indent=2, allow_nan=False))
+        atomic_write_text(self.path, json.dumps(self.as_dict(), indent=2, allow_nan=False), within=self.directory)
 
 
 def read_falsify_record(path) -> dict:
-    """The checked content of a ``falsify.json`` as ``{"metadata", "results"}``; raises
-    :class:`InvalidParameterError` naming the file and what is wrong. Numbers written as
-    ``"inf"``/``"nan"`` (strict JSON) come back as floats where the command reads them."""
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise InvalidParameterError(f"{path}: not a readable falsify record ({type(error).__name__}: {error}).") from None
-    if not isinstance(data, dict) or not isinstance(data.get("metadata"), dict) \
-            or not isinstance(data.get("results"), list):
-        raise InvalidParameterError(f"{path}: expected an object with 'metadata' (an object) and 'results' (an array), "
-                                    "as cflbounds falsify writes.")
-    seen = set()
-    for number, result in enumerate(data["results"], 1):
-        if not isinstance(result, dict) or not isinstance(result.get("id"), str) \
-                or result.get("outcome") not in OUTCOMES:
-            raise InvalidParameterError(f"{path}: result {number} is not a falsify result (an object with an 'id' and an "
-                                        f"'outcome' among {', '.join(OUTCOMES)}).")
-        if result["id"] in seen:
-            raise InvalidParameterError(f"{path}: result {number} repeats the claim {result['id']}.")
-        seen.add(result["id"])
-        for key in ("best_ratio", "seconds"):
-            result[key] = _number(result.get(key))
+    """The checked content of a ``falsify.json`` as ``{"metadata", "results"}``: checked against
+    its schema (:data:`cflbounds._schemas.FALSIFY_FILE`) before it is used, else
+    :class:`InvalidParameterError` naming the file, the field and what is wrong. A best ratio
+    written as ``"inf"``/``"nan"`` (strict JSON) comes back as a float."""
+    data = read_json(path, FALSIFY_FILE, what="the JSON `cflbounds falsify` writes")
+    check_unique_ids(path, data["results"], "results")
+    for result in data["results"]:
+        result["best_ratio"] = _number(result["best_ratio"])
     return data
 
 
@@ -246,14 +237,15 @@ def confirmation_figure(result: dict) -> dict:
 
 
 def replay_command(path) -> str:
-    """The command that replays a counterexample file."""
-    return f"cflbounds falsify --replay {path}"
+    """The command that replays a counterexample file, quoted for a POSIX shell."""
+    return shlex.join(["cflbounds", "falsify", "--replay", str(path)])
 
 
 def falsify_command(claim_id: str, metadata: dict) -> str:
     """The command that searches ``claim_id`` again as the run of ``metadata`` did (its seed,
-    its limit: evaluations or seconds, its confidence; the device when it was CUDA)."""
-    parts = ["cflbounds", "falsify", claim_id]
+    its limit: evaluations or seconds, its confidence; the device when it was CUDA), quoted
+    for a POSIX shell."""
+    parts = ["cflbounds", "falsify", str(claim_id)]
     if metadata.get("max_evaluations"):
         parts += ["--evaluations", str(metadata["max_evaluations"])]
     elif metadata.get("budget_seconds"):
@@ -264,7 +256,7 @@ def falsify_command(claim_id: str, metadata: dict) -> str:
         parts += ["--confidence", f"{float(metadata['confidence']):g}"]
     if str(metadata.get("device", "")).startswith("cuda"):
         parts += ["--device", "cuda"]
-    return " ".join(parts)
+    return shlex.join(parts)  # each argument quoted: the ID and the seed come from the run's files
 
 
 def report_entry(result: dict, statement: str, directory=None) -> dict:
@@ -311,7 +303,7 @@ def report_entry(result: dict, statement: str, directory=None) -> dict:
                                    f"{'reported' if shrunk['accepted'] else 'not reported'}, {shrunk['reason']}")
     if confirmation:
         details.update({"confirmation": confirmation.get("summary"), "confirmation quantity": confirmation["quantity"]})
-    replay = Path(directory) / "counterexamples" / f"{result['id']}.json" if directory is not None else None
+    replay = counterexample_file(directory, result["id"]) if directory is not None else None
     if result["counterexample"] is not None:
         details["replay"] = replay_command(replay if replay is not None and replay.exists() else
                                            result.get("counterexample_file", replay))
@@ -336,7 +328,6 @@ def write_report(directory, results: list[dict] | None = None, metadata: dict | 
     """Write ``report.pdf`` and ``report.html`` of the falsify run in ``directory`` (its
     ``results`` and ``metadata``, else those of its falsify.json, checked), each atomically;
     returns their paths as ``{"report", "html"}``."""
-    from .._files import atomic_write
     from ..reports.html import build_html
     from ..reports.pdf import build_report
     from ..verify.registry import claims
@@ -351,6 +342,8 @@ def write_report(directory, results: list[dict] | None = None, metadata: dict | 
                             "(the claim is not registered in this environment)", directory) for result in results]
     options = {"title": "cflbounds falsify", "metadata": metadata,
                "reproduce": lambda entry: falsify_command(entry["id"], metadata)}
-    html = atomic_write(directory / "report.html", lambda temporary: build_html(entries, temporary, **options))
-    pdf = atomic_write(directory / "report.pdf", lambda temporary: build_report(entries, temporary, **options))
+    html = atomic_write(directory / "report.html", lambda temporary: build_html(entries, temporary, **options),
+                        within=directory)
+    pdf = atomic_write(directory / "report.pdf", lambda temporary: build_report(entries, temporary, **options),
+                       within=directory)
     return {"report": pdf, "html": html}

@@ -15,7 +15,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .. import __version__
-from .._files import atomic_write_text
+from .._files import atomic_write_text, safe_file_name
+from .._read_json import read_json
+from .._schemas import COUNTEREXAMPLE_FILE
 from .._validation import InvalidParameterError
 from ..verify.context import VerifyContext
 from ..verify.contract import checked_evaluate
@@ -23,39 +25,34 @@ from ..verify.domain import Domain, Instance
 from ..verify.registry import get_claim
 from ..verify.verdict import json_safe
 
-__all__ = ["read_counterexample", "replay_counterexample", "replay_domain", "write_counterexample", "emit_test"]
+__all__ = ["counterexample_file", "read_counterexample", "replay_counterexample", "replay_domain",
+           "write_counterexample", "emit_test"]
 
 
-def write_counterexample(path: Path, result: dict) -> Path:
-    """``result``'s counterexample (a dict of :func:`cflbounds.falsify.run.falsify_claim`) as JSON."""
+def counterexample_file(directory, claim_id: str) -> Path:
+    """Where a run in ``directory`` keeps the counterexample of ``claim_id``:
+    ``counterexamples/<ID>.json`` (a claim ID is a short file name: :data:`~cflbounds.verify.claim.ID_LENGTH`)."""
+    return Path(directory) / "counterexamples" / f"{claim_id}.json"
+
+
+def write_counterexample(directory, result: dict) -> Path:
+    """``result``'s counterexample (a dict of :func:`cflbounds.falsify.run.falsify_claim`) as JSON
+    in the run directory ``directory`` (:func:`counterexample_file`, never outside it); returns its path."""
+    path = counterexample_file(directory, safe_file_name(result["id"], "the counterexample of"))
     record = {"cflbounds": __version__, "written": datetime.now(timezone.utc).isoformat(timespec="seconds"),
               "id": result["id"], "device": result["device"], **result["counterexample"],
               "confirmation": result["confirmation"], "search_seed": result["seed"]}
-    atomic_write_text(path, json.dumps(json_safe(record), indent=2, allow_nan=False))
+    atomic_write_text(path, json.dumps(json_safe(record), indent=2, allow_nan=False), within=directory)
     return path
 
 
 def read_counterexample(path) -> dict:
-    """The counterexample in ``path``, checked: a clear one-line error names what is wrong."""
-    path = Path(path)
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise InvalidParameterError(f"{path}: not a readable counterexample file ({type(error).__name__}: "
-                                    f"{error})") from None
-    missing = [key for key in ("id", "parameters", "seed", "ratio") if not isinstance(record, dict) or key not in record]
-    if missing:
-        raise InvalidParameterError(f"{path}: not a counterexample of cflbounds falsify (missing {missing})")
-    try:
-        record["ratio"] = float(record["ratio"])  # json_safe wrote a non-finite ratio as "inf"
-    except (TypeError, ValueError):
-        raise InvalidParameterError(f"{path}: its ratio {record['ratio']!r} is not a number") from None
-    for key in ("seed", "search_seed"):  # checked here, so that a replay's failure is the claim's, never the file's
-        value = record.get(key, 0)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise InvalidParameterError(f"{path}: its {key} {value!r} is not a non-negative int")
-    if not isinstance(record["parameters"], dict):
-        raise InvalidParameterError(f"{path}: its parameters {record['parameters']!r} are not an object")
+    """The counterexample in ``path``, checked against its schema
+    (:data:`cflbounds._schemas.COUNTEREXAMPLE_FILE`) before a replay uses it: a clear one-line
+    error names the file, the field and what is wrong (so that a replay's failure is the
+    claim's, never the file's). Its ratio written as ``"inf"`` comes back as a float."""
+    record = read_json(path, COUNTEREXAMPLE_FILE, what="a counterexample file of `cflbounds falsify`")
+    record["ratio"] = float(record["ratio"])  # json_safe wrote a non-finite ratio as "inf"
     return record
 
 

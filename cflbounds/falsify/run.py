@@ -43,6 +43,7 @@ import math
 import time
 from dataclasses import asdict
 
+from .._read_json import JSONProblem, parse_json
 from .._validation import InvalidParameterError
 from ..verify.context import VerifyContext
 from ..verify.contract import checked_evaluate
@@ -161,8 +162,11 @@ def falsify_in_worker(claim_id: str, *, timeout: float | None = None, **settings
     (outcome ``error``, nothing found kept), never the caller's."""
     started = time.monotonic()
     try:
-        return json.loads(run_in_worker(_falsify_here, (claim_id, settings), timeout=timeout,
-                                        name=f"cflbounds falsify {claim_id}"))
+        reply = run_in_worker(_falsify_here, (claim_id, settings), timeout=timeout, name=f"cflbounds falsify {claim_id}")
+        try:
+            return parse_json(reply)  # read as data, depth and digits bounded: the claim's process wrote it
+        except JSONProblem as problem:
+            raise WorkerFailure("failed", f"its process returned a result that is not a falsify result ({problem})")
     except WorkerFailure as failure:
         claim = falsifiable_claim(claim_id)
         what = failure.as_claim_failure("evaluation", claim.domain.evaluate)

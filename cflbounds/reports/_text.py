@@ -16,6 +16,7 @@ from matplotlib.textpath import TextToPath
 __all__ = ["text_width", "wrap", "wrap_code", "one_line", "safe_label"]
 
 _MEASURE = TextToPath()
+_NARROWEST = 0.2  # em: narrower than any printing glyph of the report's fonts (a dot, an "i": about 0.25)
 _MATH = MathTextParser("path")
 
 
@@ -59,12 +60,18 @@ def _groups(paragraph: str, keep_groups: bool) -> list[list[str]]:
 def _cut(word: str, width: float, fontsize: float, weight: str) -> list[str]:
     """``word`` cut into pieces that each fit ``width`` (at least one character each), after
     an underscore where one falls in a piece's second half (identifiers break between their
-    words: ``dsc_minus_fedavg_`` / ``noisy_low``)."""
+    words: ``dsc_minus_fedavg_`` / ``noisy_low``). Each piece is the longest prefix that fits,
+    found by bisection among at most as many characters as a line of the narrowest glyphs
+    holds (a prefix is never narrower than a shorter one), so a word of 100,000 characters
+    takes a few calls a line."""
+    most = int(width * 72 / (_NARROWEST * fontsize)) + 1
     pieces = []
     while word:
-        size = len(word)
-        while size > 1 and text_width(word[:size], fontsize, weight) > width:
-            size -= 1
+        low, high = 1, min(len(word), most)  # the piece: the longest prefix of at most `high` characters that fits
+        while low < high:
+            middle = (low + high + 1) // 2
+            low, high = (middle, high) if text_width(word[:middle], fontsize, weight) <= width else (low, middle - 1)
+        size = low
         if size < len(word) and word.rfind("_", 0, size) >= size // 2:
             size = word.rfind("_", 0, size) + 1
         pieces.append(word[:size])

@@ -19,15 +19,16 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from .._words import first_clause
 from ..verify.domain import format_against, format_coordinate, format_point
 from ..verify.registry import domain_parameters
-from .._words import first_clause
 from ..verify.verdict import PRECEDENCE, figure_specs
-from .figures import has_plot_content, single_value
+from .figures import has_plot_content, single_value, spec_problem
 
 __all__ = ["VERDICT_COLORS", "VERDICT_ORDER", "Paragraph", "Code", "Plot", "Table", "ClaimEntry", "ClaimLine",
            "RunSummary", "claim_entry", "entries_of", "with_evidence_shown", "run_summary", "format_value", "anchor",
-           "verify_command", "headline", "point_coordinates", "severity"]
+           "verify_command", "replay_code", "REPLAY", "shortened", "SHOWN_TEXT", "headline", "point_coordinates",
+           "severity", "detail_text"]
 
 VERDICT_COLORS = {
     "holds": "#8fd19e",
@@ -48,6 +49,22 @@ VERDICT_ORDER = (*PRECEDENCE[:PRECEDENCE.index("rate-consistent") + 1], "no coun
 ESSENTIAL_ASSUMPTIONS = 3  # assumption rows always shown: every failing one, then the tightest up to this many
 ESSENTIAL_EVIDENCE = 24  # evidence always shown: the claim's first quantities (it lists the deciding ones first)
 _COMMAND_DETAILS = ("replay",)  # details that are commands: shown as code, not as a table cell
+# Characters of one text a report prints (a paragraph, a table cell, a traceback) and of a
+# figure's text (a title, a label, a note): a run's file may hold 100,000 (cflbounds/_schemas.py),
+# which would take a claim 80 pages and minutes to print. A default run's longest: 1,886.
+SHOWN_TEXT = 10_000
+SHOWN_FIGURE_TEXT = 1_000
+_FIGURE_TEXTS = ("title", "note", "caption", "xlabel", "ylabel", "colorbar", "nonfinite_label")
+
+
+def shortened(text, limit: int = SHOWN_TEXT, keep_end: bool = False) -> str:
+    """``text`` as a report prints it: whole up to ``limit`` characters, else its first (with
+    ``keep_end``, its last: a traceback's) ``limit`` and how many more the run's file holds."""
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    cut = f"… ({len(text) - limit} more characters in the run's file)"
+    return f"{cut}\n{text[-limit:]}" if keep_end else f"{text[:limit]} {cut}"
 
 
 @dataclass(frozen=True)
@@ -58,13 +75,19 @@ class Paragraph:
     role: str = "body"
     optional: bool = False
 
+    def __post_init__(self):
+        object.__setattr__(self, "text", shortened(self.text))
+
 
 @dataclass(frozen=True)
 class Code:
-    """Monospace text to copy or read as is: a command, a traceback."""
+    """Monospace text to copy or read as is: a command, a traceback (its end kept)."""
     text: str
     title: str = ""
     optional: bool = False
+
+    def __post_init__(self):
+        object.__setattr__(self, "text", shortened(self.text, keep_end=True))
 
 
 @dataclass(frozen=True)
@@ -92,6 +115,9 @@ class Table:
     optional: bool = False
     fold_after: int = 8
 
+    def __post_init__(self):
+        object.__setattr__(self, "rows", [[shortened(cell) for cell in row] for row in self.rows])
+
 
 @dataclass(frozen=True)
 class ClaimEntry:
@@ -114,6 +140,9 @@ class ClaimLine:
     headline: str
     paper: str
     anchor: str
+
+    def __post_init__(self):
+        object.__setattr__(self, "headline", shortened(self.headline, SHOWN_FIGURE_TEXT))
 
 
 @dataclass(frozen=True)
@@ -168,15 +197,41 @@ def anchor(claim_id: str) -> str:
 
 def verify_command(verdict: dict, device: str | None = None) -> str:
     """The command that checks this claim again as this run did (a CUDA run's device named:
-    its sums differ in the last digits)."""
-    parts = ["cflbounds", "verify", verdict.get("id", "")]
+    its sums differ in the last digits), each argument quoted for a POSIX shell
+    (``shlex.join``): the ID and seed come from the run's files, and the command is pasted."""
+    parts = ["cflbounds", "verify", str(verdict.get("id", ""))]
     if verdict.get("scale"):
         parts += ["--scale", str(verdict["scale"])]
     if verdict.get("seed") is not None:
         parts += ["--seed", str(verdict["seed"])]
-    if device and device.startswith("cuda"):
+    if isinstance(device, str) and device.startswith("cuda"):
         parts += ["--device", "cuda"]
-    return " ".join(parts)
+    return shlex.join(parts)
+
+
+REPLAY = ("cflbounds", "falsify", "--replay")
+
+
+def replay_code(text) -> str | None:
+    """A stored replay command (``cflbounds falsify --replay FILE`` of a run's files) as the
+    command to paste, FILE quoted as one argument (``shlex.join``) whether it was stored
+    quoted or not (an older cflbounds wrote it bare); None for text that is not such a command
+    (shown as text, with no copy button)."""
+    prefix = " ".join(REPLAY) + " "
+    text = str(text)
+    if not text.startswith(prefix) or "\n" in text or len(text) > SHOWN_TEXT:
+        return None
+    rest = text[len(prefix):]
+    try:
+        words = shlex.split(rest)
+    except ValueError:  # an unbalanced quote: the bare path of an older file
+        words = []
+    return shlex.join([*REPLAY, words[0] if len(words) == 1 else rest])
+
+
+# what page 1 says beside a smoke run's scale (docs/verdicts.md, "Smoke and default")
+SMOKE_SETTING = (" (small problems and short searches, for a quick look: the default scale's verdicts are the "
+                 "reference)")
 
 
 def headline(verdict: dict) -> str:
@@ -195,7 +250,7 @@ def run_summary(verdicts: list[dict], title: str, metadata: dict | None, generat
         values = sorted({str(v[name]) for v in verdicts if v.get(name) not in (None, "")})
         value = metadata.get(name, ", ".join(values) if values else None)
         if value not in (None, ""):
-            settings.append((name, str(value)))
+            settings.append((name, str(value) + (SMOKE_SETTING if (name, str(value)) == ("scale", "smoke") else "")))
     for name, key in (("device", "device"), ("executor", "executor")):
         if metadata.get(key):
             settings.append((name, str(metadata[key])))
@@ -227,9 +282,15 @@ def _figure_blocks(specs: list[dict]) -> list:
     """The deciding figure (the first spec), then the others as optional; a spec's
     ``"caption"`` goes under its figure, and one marked ``"beside"`` beside the figure before
     it (:attr:`Plot.beside`: essential with it); a bar chart whose bars all have one value is
-    said in a sentence instead of drawn."""
+    said in a sentence instead of drawn, and a spec that cannot be drawn (:func:`.figures.spec_problem`:
+    a crafted or damaged file) says why instead."""
     blocks = []
-    for index, spec in enumerate(s for s in specs if has_plot_content(s)):
+    for index, spec in enumerate(_readable(s) for s in specs if has_plot_content(s)):
+        problem = spec_problem(spec)
+        if problem:  # a run's file that the figure cannot be drawn from: said where the figure would be
+            blocks.append(Paragraph(f"{spec.get('title') or 'Figure'} — not drawn: {problem}.", role="muted",
+                                    optional=index > 0))
+            continue
         value = single_value(spec)
         if value is None and spec.get("beside") and blocks and isinstance(blocks[-1], Plot) \
                 and blocks[-1].beside is None:
@@ -247,6 +308,16 @@ def _figure_blocks(specs: list[dict]) -> list:
                 + (f"; failing: {', '.join(failing)}" if failing else "") + ".")
         blocks.append(Paragraph(text, role="muted", optional=index > 0))
     return blocks
+
+
+def _readable(spec: dict) -> dict:
+    """``spec`` with its texts (title, note, labels) shortened to :data:`SHOWN_FIGURE_TEXT`."""
+    def texts(item: dict) -> dict:
+        return {**item, **{key: shortened(item[key], SHOWN_FIGURE_TEXT) for key in (*_FIGURE_TEXTS, "label")
+                           if isinstance(item.get(key), str)}}
+
+    return {**texts(spec), **{key: [texts(item) if isinstance(item, dict) else item for item in spec[key]]
+                              for key in ("series", "reference") if isinstance(spec.get(key), list)}}
 
 
 def _error_blocks(details: dict) -> list:
@@ -317,8 +388,14 @@ def _search_blocks(verdict: dict) -> list:
                 rows.append(["confirmation", str(confirmation["summary"])])
         blocks.append(_point_table("Counterexample", values, rows))
     if search.get("replay"):
-        blocks.append(Code(str(search["replay"]), title="Replay the counterexample"))
+        blocks.append(_command_block(search["replay"], "Replay the counterexample"))
     return blocks
+
+
+def _command_block(text, title: str):
+    """A stored command as code to copy when it is one (:func:`replay_code`), else as text."""
+    command = replay_code(text)
+    return Code(command, title=title) if command else Paragraph(str(text), title=title, role="muted")
 
 
 def _evidence_blocks(rows: list, shown: int) -> list:
@@ -394,7 +471,7 @@ def claim_entry(verdict: dict, *, reproduce: str | None = None) -> ClaimEntry:
         blocks.append(_point_table(point["title"], point["values"]))
     for key in _COMMAND_DETAILS:
         if details.get(key):
-            blocks.append(Code(str(details[key]), title=key.capitalize()))
+            blocks.append(_command_block(details[key], key.capitalize()))
     blocks += _evidence_blocks([[str(name), format_value(value)]
                                 for name, value in (verdict.get("evidence") or {}).items()], ESSENTIAL_EVIDENCE)
     blocks += _assumption_blocks(verdict.get("assumptions") or [],

@@ -35,7 +35,7 @@ from ._offscale import NONFINITE_ROW, OffScale
 from ._text import safe_label, wrap
 from ._ticks import label_log_axis, thin_overlapping
 
-__all__ = ["plot_from_spec", "has_plot_content", "single_value", "success_probability_figure", "renderer",
+__all__ = ["plot_from_spec", "has_plot_content", "spec_problem", "single_value", "success_probability_figure", "renderer",
            "FAIL_COLOR"]
 
 COLORS = tuple(colormaps["tab10"].colors)
@@ -189,8 +189,27 @@ def _draw_scatter(ax, series: list, looks: list, off: OffScale, equal: bool, fai
 
 
 def has_plot_content(spec: dict) -> bool:
-    """Whether a plot spec has something to draw (series or a matrix)."""
-    return bool(spec.get("series") or spec.get("matrix"))
+    """Whether a plot spec has something to draw (a heatmap's matrix, another kind's series)."""
+    return bool(spec.get("matrix") if spec.get("kind") == "heatmap" else spec.get("series"))
+
+
+def spec_problem(spec: dict) -> str | None:
+    """Why ``spec`` cannot be drawn, or None: what its JSON Schema cannot say (a spec read back
+    from a run's files has been checked against it, cflbounds/_schemas.py), that a series has
+    one value per x value (as many flags in ``fails``, ends in ``low`` and ``high``) and that a
+    heatmap's rows are of one length."""
+    kind = spec.get("kind", "line")
+    if kind == "heatmap":
+        rows = {len(row) for row in spec.get("matrix") or []}
+        return None if len(rows) <= 1 and 0 not in rows else "a heatmap's rows differ in length or are empty"
+    for number, series in enumerate(spec.get("series") or [], 1):
+        x = (series.get("x") or []) if kind == "scatter" else spec.get("x") or [] if kind == "bar" else \
+            series.get("x", spec.get("x") or [])
+        for key in ("y", "low", "high", "fails"):
+            values = series.get(key)
+            if values is not None and len(values) != len(x) and (key == "y" or kind != "scatter"):
+                return f"its series {number} has {len(values)} values of {key!r} for {len(x)} x values"
+    return None
 
 
 def single_value(spec: dict) -> float | None:

@@ -3,18 +3,47 @@ what the search of its domain found, and the final verdict (the stronger of the 
 :data:`cflbounds.verify.verdict.PRECEDENCE`); the README's claim table is its output for a
 default run. A falsify run's results: per claim what the search found, its seconds and the
 counterexample's point; docs/falsify.md's table is its output. ``cflbounds report DIR --markdown``
-prints the one of the run in DIR."""
+prints the one of the run in DIR.
+
+Every cell is text of a run's files (or of a plugin's claim), so it is made inert first
+(:func:`markdown_text`): no raw HTML, no ``|`` that would split the row, no line break, no
+terminal escape sequence."""
 from __future__ import annotations
 
 import math
+import re
 
 from ..verify.domain import format_against, format_ratio
 from .content import point_coordinates
 
-__all__ = ["verdict_table", "search_table"]
+__all__ = ["verdict_table", "search_table", "markdown_text"]
 
 COLUMNS = ("claim", "designed experiment", "search", "final verdict")
 SEARCH_COLUMNS = ("claim", "search", "seconds", "counterexample")
+# ANSI escape sequences (CSI ... final byte, OSC ... BEL or ST, a lone ESC and its next character),
+# then any other control character
+_TERMINAL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b.?|[\x00-\x08\x0b-\x1f\x7f-\x9f]",
+                       re.S)
+# what Markdown (CommonMark) would read as markup rather than text: "<" opening a tag (a name, then
+# a space, "/" or ">"), a closing tag, a comment, a declaration or an autolink ("<scheme:"), and
+# "&" opening an entity; "<T)" or "< 0.07" stay text
+_MARKUP = re.compile(r"<(?=[A-Za-z][A-Za-z0-9-]*(?:[\s/>]|$)|[/!?]|[A-Za-z][A-Za-z0-9+.\-]{1,31}:)|&(?=#?\w+;)")
+_ENTITIES = {"<": "&lt;", "&": "&amp;", "|": "&#124;"}
+
+
+def markdown_text(text, *, cell: bool = True) -> str:
+    """``text`` as inert Markdown on one line (a table cell, or with ``cell`` False a list
+    item): terminal escape sequences and other control characters removed, line breaks made
+    spaces, and what Markdown would read as raw HTML or an entity (and in a cell, ``|``: a
+    column break) written as an entity, which renders as the character; a ``<`` that opens
+    nothing stays as it is (``< 0.072``, ``sum_(t<T)``)."""
+    text = _TERMINAL.sub("", str(text).replace("\r\n", " ").replace("\n", " ").replace("\t", " "))
+    text = _MARKUP.sub(lambda match: _ENTITIES[match.group()], text)
+    return text.replace("|", _ENTITIES["|"]) if cell else text
+
+
+def _row(cells) -> str:
+    return "| " + " | ".join(markdown_text(cell) for cell in cells) + " |"
 
 
 def _search_cell(verdict: dict) -> str:
@@ -54,7 +83,7 @@ def verdict_table(verdicts: list[dict]) -> str:
         designed = (verdict.get("designed") or {}).get("verdict", verdict["verdict"])
         final = verdict["verdict"]
         shown = f"**{final}**" if final != designed else final
-        lines.append(f"| {verdict['id']} | {designed} | {_search_cell(verdict)} | {shown} |")
+        lines.append(_row([verdict["id"], designed, _search_cell(verdict), shown]))
     return "\n".join(lines) + "\n"
 
 
@@ -71,5 +100,5 @@ def search_table(results: list[dict]) -> str:
             point += "; measured {} vs bound {}".format(*format_against(example["measured"], example["bound"]))
         seconds = result.get("seconds")
         seconds = f"{seconds:.0f}" if isinstance(seconds, float) and math.isfinite(seconds) else "-"
-        lines.append(f"| {result['id']} | {_search_cell({'search': result})} | {seconds} | {point or '-'} |")
+        lines.append(_row([result["id"], _search_cell({"search": result}), seconds, point or "-"]))
     return "\n".join(lines) + "\n"

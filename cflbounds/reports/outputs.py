@@ -24,7 +24,9 @@ from .figures import success_probability_figure
 from .html import build_html
 from .pdf import build_report
 
-__all__ = ["write_report", "write_sweep_outputs", "rebuild_report", "fig2_figures", "fig2_page"]
+__all__ = ["REPORT_FILES", "write_report", "write_sweep_outputs", "rebuild_report", "fig2_figures", "fig2_page"]
+
+REPORT_FILES = ("report.pdf", "report.html", "success.parquet", "figure-*.png")  # what a (re)built report writes
 
 FIG2_ROOM = 9.4  # inches of an A4 page's text area under its heading: the Fig. 2 panels' one page
 FIG2_ROW = 3.4  # inches per row of panels when they have the room
@@ -67,13 +69,16 @@ def fig2_page(runs: pd.DataFrame) -> tuple[str, Figure]:
     return f"IFCA Fig. 2 ({variants}): success probability, every panel of the run", figure
 
 
-def write_report(directory) -> Path:
-    """``directory/report.pdf`` and ``directory/report.html`` from a verify run's
-    ``verdicts.json`` (validated first: a file at fault is named in one line), its metadata
-    (page 1's settings) and its tables (IFCA.F2's Fig. 2 panels); returns the PDF's path."""
+def write_report(directory, record: dict | None = None) -> Path:
+    """``directory/report.pdf`` and ``directory/report.html`` from a verify run's ``record``
+    (``{"metadata", "verdicts"}`` as verdicts.json holds it; default: its ``verdicts.json``,
+    validated first: a file at fault is named in one line), its metadata (page 1's settings)
+    and its tables (IFCA.F2's Fig. 2 panels), written inside ``directory`` only; returns the
+    PDF's path."""
     directory = Path(directory)
-    record = read_record(directory / RECORD_NAME)
-    writable_directory(directory, "DIR")
+    if record is None:
+        record = read_record(directory / RECORD_NAME)
+        writable_directory(directory, "DIR")
     runs_path = directory / "tables" / "ifca_fig2_runs.parquet"
     runs = pd.read_parquet(runs_path) if runs_path.exists() else None
 
@@ -84,9 +89,11 @@ def write_report(directory) -> Path:
     options = {"title": "cflbounds verify", "metadata": record["metadata"],
                "reproduce": lambda verdict: verify_command(verdict, device)}
     atomic_write(directory / "report.html",
-                 lambda temporary: build_html(record["verdicts"], temporary, extra_figures=extra(), **options))
+                 lambda temporary: build_html(record["verdicts"], temporary, extra_figures=extra(), **options),
+                 within=directory)
     return atomic_write(directory / "report.pdf",
-                        lambda temporary: build_report(record["verdicts"], temporary, extra_figures=extra(), **options))
+                        lambda temporary: build_report(record["verdicts"], temporary, extra_figures=extra(), **options),
+                        within=directory)
 
 
 def rebuild_report(directory) -> dict:
@@ -114,22 +121,22 @@ def success_summary(outcomes: pd.DataFrame) -> pd.DataFrame:
     return table.assign(probability=table["successes"] / table["trials"], low=low, high=high)
 
 
-def write_sweep_outputs(store: ResultStore, cells) -> dict:
-    """Figures (PDF + PNG per figure), a success table and a report of a sweep's cells
-    (all stored cells if ``cells`` is None)."""
+def write_sweep_outputs(store: ResultStore, cells, manifest: dict | None = None) -> dict:
+    """Figures (a PNG per figure), a success table and a report of a sweep's cells (all stored
+    cells if ``cells`` is None), each written atomically inside the store; ``manifest``: the
+    sweep's definition and runs (default: the store's sweep.json)."""
     runs = store.read()
     if cells is not None:
         runs = runs[runs["cell"].isin({cell_key(c) for c in cells})]
     summary = success_summary(trial_outcomes(runs))
-    atomic_write_table(store.directory / "success.parquet", summary)
+    within = store.directory
+    atomic_write_table(within / "success.parquet", summary, within=within)
     figures = fig2_figures(runs)
-    paths = []
-    for index, (title, figure) in enumerate(figures):
-        path = store.directory / f"figure-{index + 1}.png"
-        figure.savefig(path, dpi=120)
-        paths.append(path)
-    report = build_report([], store.directory / "report.pdf", title="cflbounds sweep ifca-fig2", extra_figures=figures,
-                          sections=_sweep_sections(store.read_manifest() or {}, summary))
+    paths = [atomic_write(within / f"figure-{index + 1}.png", lambda temporary, figure=figure: figure.savefig(
+                 temporary, dpi=120, format="png"), within=within) for index, (_, figure) in enumerate(figures)]
+    sections = _sweep_sections(manifest or store.read_manifest() or {}, summary)
+    report = atomic_write(within / "report.pdf", lambda temporary: build_report(
+        [], temporary, title="cflbounds sweep ifca-fig2", extra_figures=figures, sections=sections), within=within)
     text = summary.to_string(index=False, float_format=lambda v: f"{v:.3g}")
     return {"figures": paths, "report": report, "summary_text": text}
 

@@ -5,28 +5,35 @@ place (``os.replace`` is atomic on POSIX), so a killed sweep loses at most the c
 flight, a reader never sees half a file, and ``--resume`` skips exactly the cells whose
 file exists. Reading concatenates the cells in a fixed order (by cell key).
 
+The store's directory is its run directory: a write never follows a symbolic link below it
+(:func:`cflbounds._files.atomic_write`) nor one planted on the way to it since the store was made,
+and ``cflbounds sweep`` refuses a store where one of :data:`STORE_FILES` is a link before any work.
+
 A store holds one sweep's rows: a cell's key records every setting its rows depend on, and
 :meth:`ResultStore.check_settings` refuses to add cells computed with other settings (a second
-seed's trial i would be read as the same trial). A file the store cannot read, or a directory
-it cannot write, is an :class:`~cflbounds._validation.InvalidParameterError` naming the path.
+seed's trial i would be read as the same trial). A file the store cannot read is an
+:class:`~cflbounds._validation.InvalidParameterError` naming the path, a file it cannot write a
+:class:`~cflbounds._files.WriteError` naming the file.
 """
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .._files import WriteError, atomic_write
+from .._read_json import JSONProblem, parse_json, read_json
+from .._schemas import SWEEP_MANIFEST
 from .._validation import InvalidParameterError
 
-__all__ = ["ResultStore"]
+__all__ = ["ResultStore", "STORE_FILES"]
 
 MANIFEST = "sweep.json"
+STORE_FILES = (MANIFEST, "cell-*.parquet")  # what the store writes in its directory
 
 
 def _reason(error: Exception) -> str:
@@ -38,6 +45,7 @@ def _reason(error: Exception) -> str:
 class ResultStore:
     def __init__(self, directory):
         self.directory = Path(directory)
+        self._place = self.directory.resolve()  # where its writes go, checked before each one
 
     def _path(self, cell_key: str) -> Path:
         return self.directory / f"cell-{hashlib.sha256(cell_key.encode()).hexdigest()[:20]}.parquet"
@@ -46,20 +54,18 @@ class ResultStore:
         return self._path(cell_key).exists()
 
     def _write_atomically(self, target: Path, write) -> None:
-        """``write(path)`` into a temporary file beside ``target``, then rename it into place."""
+        """``write(path)`` into a temporary file beside ``target``, then rename it into place; refused
+        if the directory leads elsewhere than when the store was made (a symbolic link planted on
+        its way since, e.g. at a run directory's ``sweeps/``)."""
+        place = self.directory.resolve()
+        if place != self._place:
+            raise WriteError(f"Cannot write {target}: the store {self.directory} now leads to {place}, not "
+                             f"{self._place} (a symbolic link on its way).")
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=target.suffix)
-        except OSError as error:  # a file in the way, a read-only directory, no space: before any cell
-            raise InvalidParameterError(f"Cannot write the store {self.directory}: {_reason(error)}.") from error
-        os.close(handle)
-        try:
-            write(temporary)
-            os.chmod(temporary, 0o644)  # mkstemp makes it private; a store is read by others
-            os.replace(temporary, target)
-        finally:
-            if os.path.exists(temporary):
-                os.remove(temporary)
+        except OSError as error:  # a file in the way, a read-only directory
+            raise WriteError(f"Cannot write the store {self.directory}: {_reason(error)}.") from error
+        atomic_write(target, write, within=self.directory)
 
     def write(self, cell_key: str, rows: pd.DataFrame) -> Path:
         """Write one cell's rows atomically (temp file + rename); the key is stored with them."""
@@ -105,7 +111,13 @@ class ResultStore:
         Which cells a sweep selects (panels, axis values) may differ between runs into one
         store: a cell's rows depend on its own parameters only."""
         for key in self.cells():
-            stored = json.loads(key)
+            try:
+                stored = parse_json(key.encode())
+            except JSONProblem as problem:
+                stored = problem
+            if not isinstance(stored, dict):
+                raise InvalidParameterError(f"{self._path(key)} is not a cell of a sweep (its key is not a JSON object: "
+                                            f"{stored!s:.80}); delete it to recompute that cell.")
             for name, value in settings.items():
                 if stored.get(name) != value:
                     raise InvalidParameterError(
@@ -119,11 +131,10 @@ class ResultStore:
         self._write_atomically(self.directory / MANIFEST, lambda path: Path(path).write_text(text))
 
     def read_manifest(self) -> dict | None:
+        """The store's ``sweep.json``, checked against its schema (:mod:`cflbounds._schemas`;
+        one line naming the file and the field otherwise), or None without one."""
         path = self.directory / MANIFEST
-        if not path.is_file():
+        if not path.exists():
             return None
-        try:
-            return json.loads(path.read_text())
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise InvalidParameterError(f"{path} is not a readable sweep manifest ({_reason(error)}); delete it "
-                                        "(the cells keep their own settings).") from error
+        return read_json(path, SWEEP_MANIFEST, what="the JSON `cflbounds sweep` writes; delete it, the cells keep "
+                                                    "their own settings")

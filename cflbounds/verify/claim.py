@@ -14,9 +14,13 @@ from .domain import Domain
 from .failure import declaration_site
 from .verdict import Verdict
 
-__all__ = ["Claim", "ClaimError", "ID_PATTERN"]
+__all__ = ["Claim", "ClaimError", "ID_PATTERN", "ID_LENGTH"]
 
 ID_PATTERN = re.compile(r"[A-Z][A-Z0-9]*\.[A-Za-z0-9][A-Za-z0-9_.\-]*")
+# An ID names files of a run (counterexamples/<ID>.json, a table kept as name@<ID>.parquet beside
+# another claim's): with table names as long (cflbounds.verify.context.TABLE_NAME_LENGTH), every
+# such file name stays well under the 255 bytes a file system takes.
+ID_LENGTH = 100
 
 
 class ClaimError(ValueError):
@@ -74,6 +78,9 @@ class Claim:
         if not isinstance(self.id, str) or not ID_PATTERN.fullmatch(self.id):
             raise ClaimError(f"claim ID {self.id!r} is not of the form PAPER.NAME (e.g. TEXTBOOK.GD: upper-case "
                              "paper key, a dot, a name of letters, digits, '_', '-' or '.')")
+        if len(self.id) > ID_LENGTH:
+            raise ClaimError(f"claim ID {self.id[:40] + '...'!r} is {len(self.id)} characters long, more than "
+                             f"{ID_LENGTH} (an ID names files of a run: counterexamples/<ID>.json, tables)")
         if not isinstance(self.statement, str) or not self.statement.strip():
             raise ClaimError(f"claim {self.id}: the statement must be a non-empty string")
         if not isinstance(self.paper, str) or not isinstance(self.reference, str):

@@ -15,7 +15,7 @@ from .._files import atomic_write_bytes
 from .._validation import Options
 from .checkpoints import CheckpointFormatError, decode, encode
 
-__all__ = ["SCALES", "SCALE_DESCRIPTIONS", "TABLE_KEYS", "VerifyContext", "table_name_of"]
+__all__ = ["SCALES", "SCALE_DESCRIPTIONS", "TABLE_KEYS", "TABLE_NAME_LENGTH", "VerifyContext", "table_name_of"]
 
 SCALES = ("smoke", "default", "paper")
 SCALE_OPTION = Options(SCALES)
@@ -25,6 +25,10 @@ SCALE_DESCRIPTIONS = {
     "paper": "the papers' experiment sizes (a GPU or Ray advised)",
 }
 TABLE_KEYS = ("claim", "run_seed")  # the columns every saved table starts with
+# A table name is a file name (tables/<name>.parquet, or name@CLAIM-ID.parquet: claim IDs are as
+# long at most, cflbounds.verify.claim.ID_LENGTH): letters, digits, '_', '-' and '.', never a path.
+TABLE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*")
+TABLE_NAME_LENGTH = 100
 
 
 def table_name_of(name: str, claim_id: str) -> str:
@@ -96,7 +100,12 @@ class VerifyContext:
         """Keep ``frame`` as the table ``name``, its first columns the claim and the run's seed
         (:data:`TABLE_KEYS`), and return the name it is kept under. A table name belongs to one
         claim: when another claim of this run saved one of that name first (two plugins may well
-        pick the same), this claim's is kept as ``name@CLAIM-ID`` instead, so neither is lost."""
+        pick the same), this claim's is kept as ``name@CLAIM-ID`` instead, so neither is lost.
+        ``name`` becomes a file name: letters, digits, ``_``, ``-`` and ``.``, not starting with
+        ``.`` or ``-``, at most :data:`TABLE_NAME_LENGTH` characters (a ValueError otherwise)."""
+        if not isinstance(name, str) or not TABLE_NAME.fullmatch(name) or len(name) > TABLE_NAME_LENGTH:
+            raise ValueError(f"the table name {str(name)[:80]!r} is not a file name: letters, digits, '_', '-' and "
+                             f"'.', starting with a letter, a digit or '_', at most {TABLE_NAME_LENGTH} characters")
         clash = [key for key in TABLE_KEYS if key in frame.columns]
         if clash:
             raise ValueError(f"table {name!r} already has the column(s) {clash}, which save_table adds")
@@ -150,12 +159,14 @@ class VerifyContext:
                 raise CheckpointFormatError(f"{path}: {error}; delete it to recompute that part") from None
         else:
             data = encode(compute())  # refuses what is not data before anything is written
-            path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_bytes(path, data)
+            atomic_write_bytes(path, data, within=self.workdir)  # partial/ made; never through a link
             self.cache[scoped] = decode(data)  # what a resumed run reads: both runs judge the same values
         return self.cache[scoped]
 
     def _checkpoint_path(self, key) -> Path:
+        """``workdir/partial/<slug>-<hash>.npz``: the slug (at most 60 characters of letters,
+        digits, '-' and '.', never first) says what it holds, the hash of every setting it
+        depends on keeps files apart; so any key gives one short file name."""
         identity = repr((__version__, self.scale, self.seed, self.device, self.package, key))
-        slug = re.sub(r"[^A-Za-z0-9.]+", "-", repr((self.package, key))).strip("-")[:60]
+        slug = re.sub(r"[^A-Za-z0-9.]+", "-", repr((self.package, key))).strip("-.")[:60]
         return Path(self.workdir) / "partial" / f"{slug}-{hashlib.sha256(identity.encode()).hexdigest()[:16]}.npz"

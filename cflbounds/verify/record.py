@@ -6,15 +6,20 @@ A run directory holds (``docs/tables.md`` describes every table column)::
     tables/<name>.parquet  each claim's tidy tables, written just before its verdict
     partial/*.npz          finished configurations of long claims (VerifyContext.checkpoint), data only
     sweeps/ifca-fig2/      the IFCA.F2 sweep's store (one file per finished cell)
+    counterexamples/<ID>.json  a counterexample the search of a claim's domain confirmed
     report.pdf             built once every claim is done: page 1 the verdicts, then a page per claim
     report.html            the same, self-contained (figures inline, nothing fetched), beside it
 
 Every file is replaced atomically, so a killed run keeps each verdict that was printed and
 ``verify --resume`` recomputes only the rest. A directory resumes only under the settings
-that decide its results (:data:`RESUME_SETTINGS`).
+that decide its results (:data:`RESUME_SETTINGS`). Before any work the directory is checked
+(:data:`RUN_FILES`, :data:`RUN_FOLDERS`: no symbolic link among them or inside them, so that no
+write leaves it: :func:`cflbounds._files.open_run_directory`), and every write checks its way
+again. ``finished`` is set once the report is on disk.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import platform
 import re
@@ -22,26 +27,32 @@ import subprocess
 from datetime import datetime, timezone
 from importlib import metadata as distributions
 from pathlib import Path
+from typing import Any, Callable
 
 import pandas as pd
 import torch
 from pyarrow import ArrowException
 
 from .. import __version__
-from .._files import atomic_write_table, atomic_write_text, writable_directory
+from .._files import atomic_write_table, atomic_write_text, open_run_directory, safe_file_name
+from .._read_json import check_json, check_unique_ids, load_json
+from .._schemas import VERDICTS_FILE
 from .._validation import InvalidParameterError
 from .context import table_name_of
-from .verdict import VERDICTS, Verdict, json_safe
+from .verdict import Verdict, json_safe
 
-__all__ = ["RECORD_NAME", "RESUME_SETTINGS", "RunRecord", "read_record", "run_metadata", "dependency_versions"]
+__all__ = ["RECORD_NAME", "RESUME_SETTINGS", "RUN_FILES", "RUN_FOLDERS", "RunRecord", "read_record", "run_metadata",
+           "dependency_versions"]
 
 RECORD_NAME = "verdicts.json"
+# What a verify run writes in its directory: these files, and in these folders (the checkpoints of
+# VerifyContext.checkpoint, IFCA.F2's sweep store); tests/test_run_directory_safety.py checks the list
+RUN_FILES = (RECORD_NAME, "report.pdf", "report.html")
+RUN_FOLDERS = ("tables", "partial", "counterexamples", "sweeps")
 # What a verdict depends on. Not the threads or the executor: results are identical across them
 # (DESIGN.md, Determinism; tested). The device is: CUDA kernels sum in other orders than CPU ones.
 # So is the search a claim with a domain got (its evaluations, or its seconds).
 RESUME_SETTINGS = ("cflbounds", "scale", "seed", "device", "search")
-_OBJECT_FIELDS = {"evidence": dict, "details": dict, "assumptions": list, "plot": (dict, list), "designed": dict,
-                  "search": dict}
 
 
 def now() -> str:
@@ -99,66 +110,29 @@ def run_metadata(context, command, search: dict | None = None) -> dict:
                       executor=context.executor, search=search)
 
 
-def _problem(path: Path, what: str) -> InvalidParameterError:
-    return InvalidParameterError(f"{path}: {what}")
-
-
-def _json_type(value) -> str:
-    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
-    return names.get(type(value), "a number")
-
-
-def _check_entries(path: Path, entries: list) -> None:
-    seen = set()
-    for index, entry in enumerate(entries):
-        where = f"verdict {index + 1}"
-        if not isinstance(entry, dict):
-            raise _problem(path, f"{where} is {_json_type(entry)}, expected an object.")
-        claim_id = entry.get("id")
-        if not isinstance(claim_id, str) or not claim_id:
-            raise _problem(path, f"{where} has no 'id' (a claim ID, PAPER.NAME).")
-        if "verdict" not in entry:
-            raise _problem(path, f"{where} ({claim_id}) has no 'verdict'.")
-        if entry["verdict"] not in VERDICTS:
-            raise _problem(path, f"{where} ({claim_id}) has the unknown verdict {entry['verdict']!r}; "
-                                 f"expected one of {', '.join(VERDICTS)}.")
-        for name, kind in _OBJECT_FIELDS.items():
-            if entry.get(name) is not None and not isinstance(entry[name], kind):
-                raise _problem(path, f"{where} ({claim_id}): its '{name}' is {_json_type(entry[name])}, expected "
-                                     f"{'an object' if kind is dict else 'an array'}.")
-        if claim_id in seen:
-            raise _problem(path, f"{where} repeats the claim {claim_id}.")
-        seen.add(claim_id)
+def _with_defaults(entry: dict) -> dict:
+    """A verdict read back with every :class:`Verdict` field: one missing (a file of an older
+    cflbounds) takes its default."""
+    defaults = {field.name: field.default if field.default is not dataclasses.MISSING else field.default_factory()
+                for field in dataclasses.fields(Verdict) if field.name not in entry
+                and (field.default is not dataclasses.MISSING or field.default_factory is not dataclasses.MISSING)}
+    return {**entry, **defaults}
 
 
 def read_record(path) -> dict:
-    """The validated content of a ``verdicts.json`` as ``{"metadata", "verdicts"}``.
+    """The validated content of a ``verdicts.json`` as ``{"metadata", "verdicts"}``, checked
+    against its schema (:data:`cflbounds._schemas.VERDICTS_FILE`) before it is used.
 
-    Raises :class:`InvalidParameterError` naming the file and what is wrong with it. The
-    list-only format of cflbounds before run metadata is read with empty metadata.
+    Raises :class:`InvalidParameterError` naming the file, the field and what is wrong with it.
+    The list-only format of cflbounds before run metadata is read with empty metadata; a
+    verdict's fields with a default (:class:`Verdict`) may be missing and read as it.
     """
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise _problem(path, "not UTF-8 text (expected the JSON `cflbounds verify` writes).") from None
-    except OSError as error:
-        raise _problem(path, f"cannot be read ({error.strerror or type(error).__name__}).") from None
-    if not text.strip():
-        raise _problem(path, "the file is empty (expected the JSON `cflbounds verify` writes).")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise _problem(path, f"not valid JSON ({error.msg} at line {error.lineno}, column {error.colno}).") from None
+    data = load_json(path, what="the JSON `cflbounds verify` writes")
     if isinstance(data, list):  # the format before run metadata
         data = {"metadata": {}, "verdicts": data}
-    if not isinstance(data, dict) or not isinstance(data.get("verdicts"), list):
-        found = "an object without a 'verdicts' array" if isinstance(data, dict) else _json_type(data)
-        raise _problem(path, f"expected an object with 'metadata' and a 'verdicts' array, found {found}.")
-    if not isinstance(data.get("metadata", {}), dict):
-        raise _problem(path, f"its 'metadata' is {_json_type(data['metadata'])}, expected an object.")
-    _check_entries(path, data["verdicts"])
-    return {"metadata": data.get("metadata", {}), "verdicts": data["verdicts"]}
+    check_json(path, data, VERDICTS_FILE)
+    check_unique_ids(path, data["verdicts"], "verdicts")
+    return {"metadata": data.get("metadata", {}), "verdicts": [_with_defaults(entry) for entry in data["verdicts"]]}
 
 
 class RunRecord:
@@ -175,13 +149,15 @@ class RunRecord:
              search: dict | None = None) -> "RunRecord":
         """Open the run directory ``context.workdir`` for a run of ``context``'s settings,
         before any work: it must be a writable directory (created if missing; ``option``
-        names it in errors) holding no earlier run, or with ``resume`` an earlier run made
-        under the same :data:`RESUME_SETTINGS`, whose verdicts are kept. Refusals raise
+        names it in errors) with no symbolic link among what a run writes
+        (:func:`~cflbounds._files.open_run_directory`, which also removes the temporary files of
+        a killed run), holding no earlier run, or with ``resume`` an earlier run made under the
+        same :data:`RESUME_SETTINGS`, whose verdicts are kept. Refusals raise
         :class:`InvalidParameterError`. ``command``: the command line, for the metadata.
         """
         if context.workdir is None:
             raise InvalidParameterError(f"The '{option}' option must name a directory. Got None instead.")
-        directory = writable_directory(context.workdir, option)
+        directory = open_run_directory(context.workdir, option, files=RUN_FILES, folders=RUN_FOLDERS)
         metadata, path = run_metadata(context, command, search), directory / RECORD_NAME
         if not path.exists():
             record = cls(directory, metadata, [])
@@ -207,18 +183,19 @@ class RunRecord:
         """Store one finished claim: its tables first, then ``verdicts.json`` (so a verdict on
         disk always has its tables). A table file another claim wrote (in an earlier part of a
         resumed run) is never replaced: this claim's is kept as ``name@CLAIM-ID``."""
-        if tables:
-            (self.directory / "tables").mkdir(exist_ok=True)
         for name, frame in tables.items():
             if self._owner(name) not in (None, verdict.id):
                 name = table_name_of(name, verdict.id)
-            atomic_write_table(self.directory / "tables" / f"{name}.parquet", frame)
+            atomic_write_table(self._table_path(name), frame, within=self.directory)
         self.verdicts[verdict.id] = verdict.to_dict()
         self._write()
 
+    def _table_path(self, name: str) -> Path:
+        return self.directory / "tables" / safe_file_name(f"{name}.parquet", "the table")
+
     def _owner(self, name: str) -> str | None:
         """The claim whose table ``tables/name.parquet`` is, or None when there is none."""
-        path = self.directory / "tables" / f"{name}.parquet"
+        path = self._table_path(name)
         if not path.exists():
             return None
         try:
@@ -233,17 +210,27 @@ class RunRecord:
         order = {claim_id: index for index, claim_id in enumerate(ids)}
         self.verdicts = dict(sorted(self.verdicts.items(), key=lambda item: order.get(item[0], -1)))
 
-    def finish(self, **metadata) -> None:
+    def finish(self, write_report: Callable[[dict], Any] | None = None, **metadata):
         """Mark the run complete; ``metadata`` adds what only the end knows (e.g. the thread
-        counts ``--threads auto`` chose)."""
+        counts ``--threads auto`` chose). ``write_report(record)``, given, writes the report of
+        the finished record (as ``verdicts.json`` will hold it) first, and returns what it
+        returns: ``verdicts.json`` says ``finished`` only once the report is on disk, so a run
+        killed while its report is written is not finished (``--resume`` writes the report;
+        so does ``cflbounds report``)."""
         self.metadata.update(metadata, finished=now())
-        self._write()
+        text = self._text()
+        written = write_report(json.loads(text)) if write_report is not None else None
+        atomic_write_text(self.path, text, within=self.directory)
+        return written
 
     def as_dict(self) -> dict:
         return {"metadata": json_safe(self.metadata), "verdicts": list(self.verdicts.values())}
 
+    def _text(self) -> str:
+        return json.dumps(self.as_dict(), indent=2, allow_nan=False)
+
     def _write(self) -> None:
-        atomic_write_text(self.path, json.dumps(self.as_dict(), indent=2, allow_nan=False))
+        atomic_write_text(self.path, self._text(), within=self.directory)
 
 
 def _check_resumable(path: Path, earlier: dict, metadata: dict, option: str) -> None:

@@ -33,6 +33,7 @@ import traceback
 from multiprocessing.connection import wait
 from typing import Callable
 
+from .._read_json import JSONProblem, parse_json
 from .failure import ClaimFailure, declared_at
 from .guards import timeout_message
 
@@ -110,7 +111,11 @@ def run_in_worker(task: Callable, arguments: tuple, *, timeout: float | None = N
             if kind == _FAILED:
                 raise WorkerFailure("failed", body.decode(errors="replace"))
             if on_message is not None:
-                on_message(json.loads(body))
+                try:
+                    message = parse_json(body)  # data, depth and digits bounded: a claim's process wrote it
+                except JSONProblem as problem:
+                    raise WorkerFailure("failed", f"its process sent a malformed message ({problem})") from None
+                on_message(message)
     finally:
         _kill(process)
         reader.close()

@@ -34,7 +34,7 @@ ONE_STEP = {
     # Delta >= n'^(-1/5) asks, and m = 10 broke p >~ log(m n')/m: a smoke verdict must not rest on
     # problems outside the theorem)
     "smoke": {"d": 20, "m": 40, "n_prime": 20, "sigma": 0.01, "trials": 160,
-              "floor_m": (16, 32, 64, 128, 256), "floor_trials": 30},
+              "floor_m": (16, 32, 64, 128, 256, 512), "floor_trials": 30},
     "default": {"d": 20, "m": 200, "n_prime": 25, "sigma": 0.01, "trials": 800,
                 "floor_m": (16, 32, 64, 128, 256, 512), "floor_trials": 100},
     "paper": {"d": 100, "m": 1000, "n_prime": 50, "sigma": 0.01, "trials": 4000,
