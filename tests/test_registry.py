@@ -87,7 +87,7 @@ def test_the_cli_names_a_broken_plugin_on_stderr_and_carries_on(plugins, capsys)
     assert main(["claims", "--json"]) == 0
     captured = capsys.readouterr()
     warnings = captured.err.strip().splitlines()
-    assert len(warnings) == 1 and warnings[0].startswith("cflbounds: warning: plugin broken-plugin")
+    assert len(warnings) == 1 and warnings[0].startswith("cflbounds claims: warning: plugin broken-plugin")
     rows = {row["id"]: row for row in json.loads(captured.out)}
     assert rows["PLUGIN.OK"]["package"] == "my-plugin" and rows["IFCA.A1"]["package"] == "cflbounds"
 

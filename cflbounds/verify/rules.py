@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._words import plural
 from .domain import deterministic_allowed, format_ratio
 from .orderings import judge_ordering
 from .stats import bonferroni_confidence, clopper_pearson, fit_rate, mean_interval
@@ -202,11 +203,11 @@ def exceedance_counts(exceedances, trials, allowed, *, confidence: float = 0.95,
                 "worst_rate_high": float(high[worst]), "largest_frequency_over_allowed": float(over.max()),
                 "bonferroni_confidence": bonferroni_confidence(confidence, configurations)}
     name = f" ({labels[worst]})" if labels is not None else ""
-    summary = (f"{verdict}: over {configurations} configurations, the exceedance frequency reaches "
+    summary = (f"{verdict}: over {plural(configurations, 'configuration')}, the exceedance frequency reaches "
                f"{frequency[worst]:.4g} against the allowed {allowed[worst]:.4g}{name} (ratio "
                f"{format_ratio(over[worst])}; Bonferroni lower end "
-               f"{family_low[worst]:.4g}); {int(testable.sum())} configurations have enough trials to show the claim, "
-               f"{int(refuted.sum())} refute it")
+               f"{family_low[worst]:.4g}); {plural(int(testable.sum()), 'configuration')} with enough trials to show the "
+               f"claim, {int(refuted.sum())} refuting it")
     plot = [_ratio_figure(frequency, allowed, title or "exceedance frequency over the allowed probability, per "
                           "configuration (95% Clopper-Pearson interval)", "frequency / allowed",
                           "the allowed probability (ratio 1)", "allowed = 0", low=low, high=high,
