@@ -22,9 +22,9 @@ from .iterate_trace import IterateTrace, trace_of
 from .local_updates import COUNT, INIT, POSITIVE_STEP, PROBLEM, check_step, client_updates, initial_points, \
     step_schedule
 
-__all__ = ["local_gd", "sync_times"]
+__all__ = ["local_gd", "sync_times", "SYNC"]
 
-_SYNC = Constraint(lambda v: (isinstance(v, Integral) and not isinstance(v, bool) and v >= 1)
+SYNC = Constraint(lambda v: (isinstance(v, Integral) and not isinstance(v, bool) and v >= 1)
                    or (np.ndim(v) == 1 and len(v) > 0 and np.asarray(v).dtype.kind in "iu"
                        and bool(np.all(np.diff(v) > 0)) and int(np.min(v)) >= 1),
                    "an int H >= 1 (every H steps) or increasing positive ints (the synchronisation times)")
@@ -36,7 +36,7 @@ def sync_times(sync, steps: int) -> np.ndarray:
     return times[times <= steps]
 
 
-@validate_params({"problem": [PROBLEM], "steps": COUNT, "step_size": [POSITIVE_STEP], "sync": [_SYNC],
+@validate_params({"problem": [PROBLEM], "steps": COUNT, "step_size": [POSITIVE_STEP], "sync": [SYNC],
                   "init": INIT})
 @follow_load()
 def local_gd(problem, *, steps: int, step_size, sync, init=None) -> IterateTrace:
