@@ -4,6 +4,7 @@
     python benchmarks/measure_claim_costs.py --scale default     # minutes: run it on a quiet machine
     python benchmarks/measure_claim_costs.py --scale paper --timeout 300   # each claim alone, at most 5 min
     python benchmarks/measure_claim_costs.py --markdown          # docs/verify-runs.md's table, from the file
+    python benchmarks/measure_claim_costs.py --families          # docs/performance.md's first table
     python benchmarks/measure_claim_costs.py --from-run reports/2026-11-28T05-00-00   # a whole verify run's costs
 
 Every implemented claim (or those given with ``--claims``) runs at ``--scale`` in registry
@@ -41,7 +42,8 @@ import torch
 from cflbounds import __version__
 from cflbounds.falsify import default_plan
 from cflbounds.verify.context import SCALES, VerifyContext
-from cflbounds.verify.costs import COSTS_FILE, cost_cell, lower_bound_claims, measurement_text
+from cflbounds.verify.costs import COSTS_FILE, claim_costs, cost_cell, lower_bound_claims, measurement_text, rough_duration
+from cflbounds.verify.registry import claims as registered
 from cflbounds.verify.run import expand_claim_ids, implemented_claims, verify_claims
 
 
@@ -113,6 +115,27 @@ def markdown(path: Path) -> str:
     return "\n".join(lines)
 
 
+def family_markdown(path: Path) -> str:
+    """docs/performance.md's first table: the seconds of each paper's claims at each scale,
+    added up from ``path``, as a time a person reads (45 s, 12 min, 3.4 h)."""
+    ids = implemented_claims()
+    papers = list(dict.fromkeys(registered()[claim].paper for claim in ids))
+    lines = ["| claims | " + " | ".join(SCALES) + " |", "|---|" + "---:|" * len(SCALES)]
+
+    def total(members, scale) -> str:
+        costs = claim_costs(scale, path)
+        if not all(claim in costs for claim in members):
+            return "not measured"
+        stopped = ">" if lower_bound_claims(scale, path) & set(members) else ""
+        return stopped + rough_duration(sum(costs[claim] for claim in members))
+
+    for paper in papers:
+        members = [claim for claim in ids if registered()[claim].paper == paper]
+        lines.append(f"| {paper} ({len(members)}) | " + " | ".join(total(members, s) for s in SCALES) + " |")
+    lines.append(f"| **all {len(ids)}** | " + " | ".join(f"**{total(ids, s)}**" for s in SCALES) + " |")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scale", choices=SCALES, help="the scale to measure")
@@ -123,11 +146,13 @@ def main(argv=None) -> int:
     parser.add_argument("--timeout", type=float, help="run each claim alone, stopped after this many seconds")
     parser.add_argument("--output", type=Path, default=COSTS_FILE, help=f"default {COSTS_FILE}")
     parser.add_argument("--markdown", action="store_true", help="print the docs/verify-runs.md table of --output and exit")
+    parser.add_argument("--families", action="store_true",
+                        help="print docs/performance.md's table (each paper's claims added up) of --output and exit")
     parser.add_argument("--from-run", type=Path, metavar="DIR",
                         help="record the costs of a finished `cflbounds verify --out DIR` run of every claim instead")
     args = parser.parse_args(argv)
-    if args.markdown:
-        print(markdown(args.output))
+    if args.markdown or args.families:
+        print(markdown(args.output) if args.markdown else family_markdown(args.output))
         return 0
     if args.from_run is not None:
         args.scale, entry = from_run(args.from_run, args.note)

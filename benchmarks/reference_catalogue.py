@@ -7,6 +7,13 @@ one run at a time, a Python loop over clients and local steps, NumPy mat-vecs.
 * :func:`reference_scaffold`: SCAFFOLD's Alg. 1 (options I, II) and, with ``option=None``,
   FedAvg with two step sizes.
 * :func:`reference_local_gd`: Khaled et al.'s local GD; returns ``x_hat_t`` for ``t = 0..T``.
+* :func:`reference_fedprox`: FedProx's round device by device: the sampled devices' local
+  problems solved by ``np.linalg.solve`` or by gradient descent on ``h_k`` step by step.
+* :func:`reference_cosine_cfl`: Sattler et al.'s CFL as the authors' code is organised
+  (github.com/felisat/clustered-federated-learning: a list of clusters of client indices, the
+  cosines by a double loop over clients as ``pairwise_angles``, ``AgglomerativeClustering`` on
+  ``-S``), with the paper's bipartition by a plain search over ``itertools.product`` or by
+  scipy's single linkage (``scipy.cluster.hierarchy``, not the product's spanning tree).
 
 They use the random numbers the batched runs document (:mod:`cflbounds.algorithms.local_updates`):
 run key ``hash(problem seed, seed)``, the noise of client ``k`` at local step ``t`` from
@@ -17,13 +24,18 @@ benchmark times them (``bench_catalogue.py``).
 """
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
+from scipy.cluster.hierarchy import cut_tree, linkage
+from scipy.spatial.distance import squareform
+from sklearn.cluster import AgglomerativeClustering
 
 from cflbounds.synthetic.counter_random import counter_hash, counter_normal, counter_uniform
 
-__all__ = ["reference_fedavg", "reference_scaffold", "reference_local_gd", "run_key"]
+__all__ = ["reference_fedavg", "reference_scaffold", "reference_local_gd", "reference_fedprox",
+           "reference_cosine_cfl", "run_key"]
 
 NOISE, CONTROL, SAMPLING = 41, 42, 43
 
@@ -117,3 +129,127 @@ def reference_local_gd(problem, b, T, gamma, times, x0):
             x = [np.mean(x, axis=0)] * M
         averages.append(np.mean(x, axis=0))
     return np.array(averages)
+
+
+def _sampled(sampling_key, r, p, K, sampling):
+    """FedProx's devices and weights of round ``r``: K draws with replacement ~ p (paper), or K
+    uniformly without replacement weighted by p (experiments)."""
+    if sampling == "paper":
+        chosen = [int(np.argmax(np.cumsum(p) > u * p.sum())) for u in counter_uniform(sampling_key, r, K)]
+        return chosen, [1.0 / K] * K
+    chosen = sorted(np.argsort(counter_uniform(sampling_key, r, p.size), kind="stable")[:K].tolist())
+    return chosen, [p[k] / sum(p[j] for j in chosen) for k in chosen]
+
+
+def reference_fedprox(problem, b, seed, rounds, mu, K, sampling, solver, steps, step_size, gamma, x0):
+    """FedProx for run ``b`` alone. Returns the server models ``(rounds + 1, d)``, the realised
+    gamma of every slot ``(rounds, K)`` and the local steps taken ``(rounds, K)``."""
+    key = run_key(problem, b, seed)
+    A, optima, p = problem.hessians_exact[b], problem.optima_exact[b], problem.weights
+    d = optima.shape[1]
+    sampling_key = counter_hash(key, SAMPLING)
+    w = np.array(x0, dtype=float)
+    models, realised, taken = [w.copy()], np.empty((rounds, K)), np.zeros((rounds, K), dtype=int)
+    for r in range(rounds):
+        chosen, weights = _sampled(sampling_key, r, p, K, sampling)
+        new = np.zeros(d)
+        for slot, (k, weight) in enumerate(zip(chosen, weights)):
+            start_gradient = A[k] @ (w - optima[k])
+            if solver == "exact":
+                y = np.linalg.solve(A[k] + mu * np.eye(d), A[k] @ optima[k] + mu * w)
+            else:
+                y = w.copy()
+                for _ in range(steps):
+                    direction = A[k] @ (y - optima[k]) + mu * (y - w)
+                    if gamma is not None and np.linalg.norm(direction) <= gamma * np.linalg.norm(start_gradient):
+                        break
+                    y = y - step_size * direction
+                    taken[r, slot] += 1
+            residual = np.linalg.norm(A[k] @ (y - optima[k]) + mu * (y - w))
+            realised[r, slot] = 0.0 if residual == 0 else residual / np.linalg.norm(start_gradient)
+            new = new + weight * y
+        w = new
+        models.append(w.copy())
+    return np.array(models), realised, taken
+
+
+def _pairwise_angles(updates):
+    """The authors' ``pairwise_angles``: a double loop over clients (without their +1e-12)."""
+    angles = np.zeros((len(updates), len(updates)))
+    for i, first in enumerate(updates):
+        for j, second in enumerate(updates):
+            angles[i, j] = first @ second / (np.linalg.norm(first) * np.linalg.norm(second))
+    return angles
+
+
+def _reference_bipartition(S, method):
+    """The paper's argmin over bipartitions: ``"exhaustive"`` by a plain search (client 0 in the
+    first part, the first minimiser in the order of the bit masks of clients 1..m-1), ``"exact"``
+    by scipy's single linkage on 1 - S cut into two clusters; or the authors' clustering."""
+    m = len(S)
+    if method == "agglomerative":
+        labels = AgglomerativeClustering(n_clusters=2, metric="precomputed", linkage="complete").fit(-S).labels_
+        return np.asarray(labels != labels[0], dtype=int)
+    if method == "exact":
+        labels = cut_tree(linkage(squareform(1.0 - S, checks=False), method="single"), n_clusters=2)[:, 0]
+        return np.asarray(labels != labels[0], dtype=int)
+    best, best_part = np.inf, None
+    for bits in itertools.product([0, 1], repeat=m - 1):
+        part = np.array((0,) + bits[::-1])  # bit j-1 of the mask <-> client j
+        if part.sum() == 0:
+            continue
+        value = max(S[i, j] for i in range(m) for j in range(m) if part[i] == 0 and part[j] == 1)
+        if value < best:
+            best, best_part = value, part
+    return best_part
+
+
+def reference_cosine_cfl(problem, b, rounds, eta, eps1, eps2, gamma_max, local_steps, updates, bipartition,
+                         split_test, weighting, first_split_round, x0):
+    """CFL for run ``b`` of a :class:`~cflbounds.synthetic.cfl_quadratics.CflQuadratics` alone.
+    Returns the cluster id of every client after every round ``(rounds + 1, m)``, the final
+    models ``(m, d)`` and the split tests ``(round, members, part, alpha_cross_max, split)``."""
+    A, optima, p = problem.federation.hessians_exact[b], problem.federation.optima_exact[b], problem.weights
+    m = optima.shape[0]
+    models = [np.array(x0, dtype=float) for _ in range(m)]
+    clusters = {0: list(range(m))}  # cluster id -> its clients, ascending
+    record, tests = [np.zeros(m, dtype=int)], []
+
+    def mean_update(cluster, update):
+        weights = [p[i] if weighting == "data" else 1.0 for i in cluster]
+        return sum(w * update[i] for w, i in zip(weights, cluster)) / sum(weights)
+
+    for r in range(1, rounds + 1):
+        update = []
+        for i in range(m):
+            if updates == "gradients":
+                update.append(A[i] @ (models[i] - optima[i]))
+            else:
+                y = models[i].copy()
+                for _ in range(local_steps):
+                    y = y - eta * (A[i] @ (y - optima[i]))
+                update.append(y - models[i])
+        for cluster_id in sorted(clusters):
+            cluster = clusters[cluster_id]
+            mean_norm = np.linalg.norm(mean_update(cluster, update))
+            max_norm = max(np.linalg.norm(update[i]) for i in cluster)
+            big_enough = len(cluster) >= 2 if split_test == "paper" else len(cluster) > 2
+            if mean_norm < eps1 and max_norm > eps2 and big_enough and r >= first_split_round:
+                S = _pairwise_angles([update[i] for i in cluster])
+                S = 0.5 * (S + S.T)
+                part = _reference_bipartition(S, bipartition)
+                cross = max(S[i, j] for i in range(len(cluster)) for j in range(len(cluster))
+                            if part[i] == 0 and part[j] == 1)
+                split = split_test == "code" or math.sqrt((1 - cross) / 2) > gamma_max
+                tests.append((r, tuple(cluster), tuple(part.tolist()), cross, split))
+                if split:
+                    clusters[cluster_id] = [c for c, s in zip(cluster, part) if s == 0]
+                    clusters[len(clusters)] = [c for c, s in zip(cluster, part) if s == 1]
+        labels = np.zeros(m, dtype=int)
+        for cluster_id, cluster in clusters.items():
+            step = mean_update(cluster, update)
+            for i in cluster:
+                models[i] = models[i] - eta * step if updates == "gradients" else models[i] + step
+            labels[cluster] = cluster_id
+        record.append(labels)
+    return np.array(record), np.array(models), tests

@@ -2,13 +2,24 @@
 
 ``pytest --cflbounds 'PATTERN' [--cflbounds-scale smoke|default|paper] [--cflbounds-seed S]``
 adds one test item per claim matching a pattern (``MGD.*``, ``TEXTBOOK.GD``; the option may
-be repeated), in a directory with or without test files of its own; they are counted in the
-"collected N items" line like any test. An item runs the claim's check
-and, for a claim with a domain, its search, as ``cflbounds verify`` does
-(:func:`cflbounds.falsify.judge`; none at the smoke scale) and passes when the verdict is ``holds`` or
-``rate-consistent``; otherwise its failure report shows the verdict, the summary, the
-evidence and the command that reproduces it. A claim whose own code raised (verdict
-``error``) fails with that code's traceback, as pytest shows a test that raised.
+be repeated); they are counted in the "collected N items" line like any test. An item runs the
+claim's check and, for a claim with a domain, its search, as ``cflbounds verify`` does
+(:func:`cflbounds.falsify.judge`, with the scale's search) and passes when the verdict is ``holds``
+or ``rate-consistent``; otherwise its failure report shows the verdict, the summary, the
+evidence and the command that reproduces it. A claim whose own code raised (verdict ``error``)
+fails with that code's traceback, as pytest shows a test that raised.
+
+What ``--cflbounds`` adds to pytest's collection:
+
+* with no file or directory named (``pytest --cflbounds 'TEXTBOOK.*'``), the claims **alone**:
+  pytest collects no test file (``testpaths`` and the current directory are not searched) and
+  loads no ``conftest.py``, so the command means the same in any directory: in a plugin's folder
+  (whose tests, such as a regression test ``cflbounds falsify --emit-test`` wrote, fail by design
+  while the claim is violated) and in cflbounds' checkout (whose ``tests/conftest.py`` hides
+  installed plugins from its own suite) alike;
+* with files or directories named (``pytest tests --cflbounds 'TEXTBOOK.*'``), the claims beside
+  the tests collected from them, as any pytest run collects them (their ``conftest.py`` files
+  included).
 
 For custom tests, the fixture ``cflbounds_verify`` returns :func:`cflbounds.falsify.judge`
 (the final verdict, as the command gives it) with the session's scale and seed as defaults; :func:`cflbounds.verify.assert_claim` and
@@ -30,7 +41,9 @@ def pytest_addoption(parser):
     group = parser.getgroup("cflbounds", "check convergence-theorem claims with cflbounds")
     group.addoption("--cflbounds", action="append", default=[], metavar="PATTERN",
                     help="add one test per cflbounds claim matching PATTERN (a claim ID, PAPER.NAME, or a shell "
-                         "pattern such as 'PAPER.*'; repeatable); `cflbounds claims` lists the IDs")
+                         "pattern such as 'PAPER.*'; repeatable); `cflbounds claims` lists the IDs. With no file or "
+                         "directory named, pytest collects these claims alone (no test file, no conftest.py); name "
+                         "paths to collect their tests as well")
     group.addoption("--cflbounds-scale", choices=SCALES, default="smoke",
                     help="size of each claim's experiment: smoke (seconds, default), default (the `cflbounds "
                          "verify` default, minutes in all) or paper (the papers' sizes)")
@@ -118,6 +131,30 @@ def _evidence(verdict) -> str:
     """The verdict's evidence, one number per line (a report section of the item)."""
     return "\n".join(f"{key} = {value:.6g}" if isinstance(value, float) else f"{key} = {value}"
                      for key, value in verdict.evidence.items())
+
+
+def _claims_alone(options) -> bool:
+    """``--cflbounds`` given and no file or directory: the session collects the claims alone
+    (module docstring). ``options``: the parsed command line (``config.option`` or, before it
+    is parsed in full, ``early_config.known_args_namespace``)."""
+    return bool(getattr(options, "cflbounds", None)) and not getattr(options, "file_or_dir", None)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config, parser, args):
+    # pytest loads the conftest.py files of testpaths (or of the current directory and its
+    # test* folders) before it collects anything; a claims-alone session collects no test file,
+    # so it loads none: one of them may change what cflbounds sees (cflbounds' own hides plugins)
+    if _claims_alone(early_config.known_args_namespace):
+        early_config.known_args_namespace.noconftest = True
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection(session):
+    if not _claims_alone(session.config.option):
+        return None
+    session.perform_collect([])  # no path: pytest_collection_modifyitems below adds the claims
+    return True
 
 
 @pytest.hookimpl(tryfirst=True)  # before -k/-m deselection, so those filter the claims too

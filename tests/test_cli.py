@@ -107,15 +107,18 @@ def test_claims_table_fits_the_terminal_and_loses_nothing(capsys, monkeypatch):
 
 
 @pytest.mark.parametrize("width", [30, 60, 100])
-def test_table_wraps_the_last_column_only(width):
+def test_table_wraps_the_last_column_under_itself_and_cuts_nothing(width):
+    """The last column wraps under itself (at 30 columns too: 25 are left for it), never cut and
+    nothing added (a "~" would read as the papers' "<~"); a word longer than the room stays whole
+    on a line of its own, the only line wider than the width (more: tests/test_output_width.py)."""
     header, rows = ["key", "text"], [["a", "one two three " * 12], ["bb", ""], ["c", "x" * 150]]
     lines = table(header, rows, width).splitlines()
     assert lines[0] == "key  text" and lines[1].startswith("---  ----")
-    assert all(len(line) <= max(width, 5 + 20) for line in lines)  # 20: the last column's narrowest
+    assert [line for line in lines if len(line) > width] == [line for line in lines if "x" * 150 in line]
     continuation = [line for line in lines[2:] if line.startswith("     ")]
     assert continuation and all(line[:5] == "     " for line in continuation)
     text = " ".join(line[5:] for line in lines[2:] if not line.startswith("bb")).replace(" ", "")
-    assert text == "".join(row[1] for row in rows).replace(" ", "")  # nothing cut, no "~" added
+    assert text == "".join(row[1] for row in rows).replace(" ", "")
 
 
 def test_claims_markdown_has_the_paper_column(capsys):
@@ -135,6 +138,15 @@ def test_the_claims_page_is_generated_by_claims_markdown(capsys):
     code, out, _ = run(capsys, "claims", "--markdown")
     page = (Path(__file__).parents[1] / "docs" / "claims.md").read_text(encoding="utf-8")
     assert code == 0 and out.strip() in page
+
+
+def test_the_falsify_page_lists_every_domain():
+    """docs/falsify.md's table of what each search varies is the registry's domains (falsify's
+    --help names the page instead of printing the table)."""
+    rows = ["| claim | what its search varies |", "|---|---|"] + [
+        f"| {claim.id} | {claim.domain.note.replace('|', '&#124;')} |" for claim in CLAIMS.values() if claim.domain]
+    page = (Path(__file__).parents[1] / "docs" / "falsify.md").read_text(encoding="utf-8")
+    assert "<!-- domains:start -->\n" + "\n".join(rows) + "\n<!-- domains:end -->" in page
 
 
 def test_the_readme_claim_table_has_every_claim_in_order_with_its_three_readings():
@@ -245,16 +257,20 @@ def test_other_load_reads_the_machine_minus_this_process(monkeypatch):
 
 
 # -- bound --------------------------------------------------------------------------------------
-def test_bound_help_lists_every_formula_with_its_statement(capsys, monkeypatch):
+def test_bound_help_lists_every_formula_and_list_gives_their_statements(capsys, monkeypatch):
+    """`bound --help` names every formula's claim ID; `bound --list` gives each with its
+    statement (what a newcomer reads, not a Python function name)."""
     monkeypatch.setenv("COLUMNS", "100")
     assert main(["bound", "--help"]) == 0
+    helped = " ".join(capsys.readouterr().out.split())
+    assert main(["bound", "--list"]) == 0
     listed = capsys.readouterr().out
     assert all(len(line) <= 100 for line in listed.splitlines())
     flat = " ".join(listed.split())
     for claim in CLAIMS.values():
-        if claim.bound is not None:  # the statement a newcomer reads, not a Python function name
-            assert f"{claim.id} {claim.statement}" in flat
-    assert "corollary1" not in listed
+        if claim.bound is not None:
+            assert f"{claim.id} {claim.statement}" in flat and re.search(rf" {re.escape(claim.id)}[,.]", helped)
+    assert "corollary1" not in listed + helped
 
 
 @pytest.mark.parametrize("claim_id", [claim.id for claim in CLAIMS.values() if claim.bound is not None])

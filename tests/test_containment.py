@@ -112,7 +112,7 @@ def test_the_cli_writes_every_output_and_exits_3(mine, tmp_path, capsys):
     assert main(["verify", "MINE.RAISES", "MINE.GOOD", "--scale", "smoke", "--out", str(out)]) == 3
     captured = capsys.readouterr()
     assert "MINE.RAISES  error" in captured.out and "KeyError" in captured.out
-    assert "cflbounds: MINE.RAISES: error: check raised: KeyError" in captured.err
+    assert "cflbounds verify: error: MINE.RAISES: check raised: KeyError" in captured.err
     record = json.loads((out / "verdicts.json").read_text())
     verdicts = {v["id"]: v for v in record["verdicts"]}
     assert verdicts["MINE.RAISES"]["verdict"] == "error"
@@ -230,7 +230,7 @@ def test_a_malformed_parameter_costs_only_its_claims_domain(plugin_module, capsy
     # verify still checks MYTHM.B; falsify refuses it with the reason
     assert main(["claims", "--check"]) == 1
     listing = capsys.readouterr().out
-    assert "mythm-plugin (entry point 'mythm' = mythm_plugin:CLAIMS): 3 claims, 2 problem(s)" in listing
+    assert "mythm-plugin (entry point 'mythm' = mythm_plugin:CLAIMS): 3 claims, 2 problems" in " ".join(listing.split())
     assert main(["falsify", "MYTHM.B", "--evaluations", "5", "--out", str(path.parent / "f")]) == 2
     assert "its declared domain is malformed" in capsys.readouterr().err
 

@@ -42,7 +42,7 @@ def earlier(broken, capsys, tmp_path, tmp_path_factory):  # noqa: F811
 def test_an_existing_falsify_run_is_refused_and_left_as_it_was(earlier, capsys):
     files = {path: path.read_bytes() for path in earlier.rglob("*") if path.is_file()}
     line = one_line_refusal(capsys, "TOY.LINE", *RUN, "--out", earlier)
-    assert line == (f"cflbounds: error: {earlier / 'falsify.json'} already holds a falsify run; pass --resume to "
+    assert line == (f"cflbounds falsify: error: {earlier / 'falsify.json'} already holds a falsify run; pass --resume to "
                     "continue it, --overwrite to replace it, or choose another --out.")
     assert {path: path.read_bytes() for path in earlier.rglob("*") if path.is_file()} == files
 

@@ -73,6 +73,5 @@ def test_the_best_ratio_column_and_the_counterexample_agree(textbook, tmp_path, 
     assert result["outcome"] == "violated" and confirmed["interval"][0] > 1
     assert result["best_ratio"] == example["confirmed_ratio"] == confirmed["ratio"]
     shown = format_ratio(result["best_ratio"])
-    row = next(line for line in table.splitlines() if line.startswith("TEXTBOOK.HOEFFDING-PLANTED"))
-    assert row.split()[2] == shown and f"measured/allowed {shown} [" in result["summary"]
+    assert f"measured/allowed {shown} [" in result["summary"] and result["summary"] in " ".join(table.split())
     assert _monotone(result["search"]["trace"]["best"]["score"])

@@ -41,7 +41,8 @@ def run(tmp_path_factory):
         monkeypatch.setattr(workers, "DEFAULT_ISOLATION", "none")  # registered in this process only
         registry.reload()
         directory = tmp_path_factory.mktemp("falsify") / "run"
-        code = main(["falsify", *CLAIMS, "--evaluations", "30", "--seed", "0", "--out", str(directory)])
+        code = main(["falsify", *CLAIMS, "--evaluations", "30", "--seed", "0", "--out", str(directory),
+                     "--isolation", "none"])  # the example plugin is registered in this process only
         assert code == 0
         yield directory, json.loads((directory / "falsify.json").read_text())
     registry.reload()

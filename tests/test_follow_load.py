@@ -122,7 +122,7 @@ def test_a_bad_setting_is_one_clear_error(machine, monkeypatch, capsys, tmp_path
         _inside(machine)
     assert main(["verify", "IFCA.A2", "--scale", "smoke", "--out", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("cflbounds: error: The environment variable CFLBOUNDS_THREADS must be")
+    assert err.startswith("cflbounds verify: error: The environment variable CFLBOUNDS_THREADS must be")
     assert err.count("\n") == 1
     assert not (tmp_path / "run").exists()
 

@@ -265,3 +265,17 @@ def test_run_in_worker_reports_results_messages_and_each_way_of_failing():
     with pytest.raises(WorkerFailure) as failed:
         run_in_worker(_raises, ())
     assert failed.value.kind == "failed" and "ValueError: the task's own failure" in failed.value.message
+
+
+def test_a_workers_shared_experiments_are_read_only_when_asked_for(tmp_path):
+    """Experiments other workers computed wait in their files until a claim asks for one."""
+    from cflbounds.verify.checkpoints import encode
+    from cflbounds.verify.worker_check import _FromFiles
+
+    (tmp_path / "used.npz").write_bytes(encode({"x": [1, 2]}))
+    (tmp_path / "unused.npz").write_bytes(b"not a checkpoint: reading it would raise")
+    cache = _FromFiles([[("pkg", "used"), str(tmp_path / "used.npz")], [("pkg", "unused"), str(tmp_path / "unused.npz")]])
+    context = VerifyContext(package="pkg", cache=cache)
+    assert ("pkg", "unused") in context.cache and ("pkg", "other") not in context.cache
+    assert context.shared("used", lambda: pytest.fail("computed again")) == {"x": [1, 2]}
+    assert context.shared("other", lambda: 3) == 3

@@ -77,7 +77,9 @@ def test_a_vacuous_bound_exceeded_in_a_corner_is_violated(planted):
     assert verdict.verdict == "violated"
     assert verdict.designed["verdict"] == "vacuous"
     assert verdict.search["outcome"] == "violated" and verdict.search["counterexample"]["parameters"]["x"] > 0.95
-    assert verdict.summary.startswith("designed experiment: vacuous (") and "; search: violated: at " in verdict.summary
+    # the deciding reading first, in one short clause; the designed experiment's after it
+    assert verdict.summary.startswith("search: violated: measured/allowed ") and " at x = " in verdict.summary
+    assert "; designed experiment: vacuous (" in verdict.summary
     assert verdict.evidence["search_violated"] == 1 and verdict.evidence["search_evaluations"] == 120
 
 
@@ -91,8 +93,12 @@ def test_a_designed_violation_stays_violated_whatever_the_search_finds(planted):
 def test_a_true_claim_keeps_its_verdict_and_says_what_the_search_saw(planted):
     verdict = judge("PLANT.TRUE", scale="smoke", search=PLAN)
     assert verdict.verdict == "holds" and verdict.search["outcome"] == "no counterexample found"
-    assert "; search: no counterexample found" in verdict.summary and "120 evaluations" in verdict.summary
-    assert verdict.search["coverage"]["statement"] in verdict.summary  # what the search rules out
+    assert "; search: no counterexample found: best measured/allowed " in verdict.summary
+    # what the search spent and rules out: in its fields, which the report's verdict block says
+    assert verdict.search["evaluations"] == 120 and verdict.search["coverage"]["statement"]
+    from cflbounds.reports.content import Paragraph, claim_entry
+    said = " ".join(b.text for b in claim_entry(verdict.to_dict()).blocks if isinstance(b, Paragraph))
+    assert "120 evaluations" in said and verdict.search["coverage"]["statement"] in said
 
 
 def test_a_search_that_raises_is_the_claims_error(planted):

@@ -87,7 +87,7 @@ def test_the_cli_names_a_broken_plugin_on_stderr_and_carries_on(plugins, capsys)
     assert main(["claims", "--json"]) == 0
     captured = capsys.readouterr()
     warnings = captured.err.strip().splitlines()
-    assert len(warnings) == 1 and warnings[0].startswith("cflbounds: warning: plugin broken-plugin")
+    assert len(warnings) == 1 and warnings[0].startswith("cflbounds claims: warning: plugin broken-plugin")
     rows = {row["id"]: row for row in json.loads(captured.out)}
     assert rows["PLUGIN.OK"]["package"] == "my-plugin" and rows["IFCA.A1"]["package"] == "cflbounds"
 
@@ -102,13 +102,18 @@ def test_an_unknown_id_without_any_registered_claim_says_why(plugins, monkeypatc
 # -- the textbook example, loaded as an installed plugin would be ------------------------------------
 def test_the_textbook_claims_are_verified_as_built_in_ones(textbook, tmp_path, capsys):
     assert [c for c in textbook if c.startswith("TEXTBOOK.")] == [
+        "TEXTBOOK.GD-CONVEX", "TEXTBOOK.GD-CONVEX-PLANTED", "TEXTBOOK.GAUSSIAN-MAX", "TEXTBOOK.GAUSSIAN-MAX-PLANTED",
         "TEXTBOOK.GD", "TEXTBOOK.GD-PLANTED", "TEXTBOOK.HOEFFDING", "TEXTBOOK.HOEFFDING-PLANTED"]
     assert main(["verify", "TEXTBOOK.*", "--scale", "smoke", "--out", str(tmp_path / "run"), "--json"]) == 0
     record = json.loads(capsys.readouterr().out)
     verdicts = {v["id"]: v for v in record["verdicts"]}
     assert {i: v["verdict"] for i, v in verdicts.items()} == {
-        "TEXTBOOK.GD": "holds", "TEXTBOOK.GD-PLANTED": "violated", "TEXTBOOK.HOEFFDING": "holds",
-        "TEXTBOOK.HOEFFDING-PLANTED": "violated"}
+        "TEXTBOOK.GD-CONVEX": "holds", "TEXTBOOK.GD-CONVEX-PLANTED": "violated", "TEXTBOOK.GAUSSIAN-MAX": "holds",
+        "TEXTBOOK.GAUSSIAN-MAX-PLANTED": "violated", "TEXTBOOK.GD": "holds", "TEXTBOOK.GD-PLANTED": "violated",
+        "TEXTBOOK.HOEFFDING": "holds", "TEXTBOOK.HOEFFDING-PLANTED": "violated"}
+    for short_form in ("TEXTBOOK.GD-CONVEX-PLANTED", "TEXTBOOK.GAUSSIAN-MAX-PLANTED"):  # a bound and a domain
+        assert verdicts[short_form]["search"]["counterexample"] is not None
+        assert (tmp_path / "run" / "counterexamples" / f"{short_form}.json").exists()
     assert verdicts["TEXTBOOK.GD-PLANTED"]["evidence"]["violations"] > 0
     assert verdicts["TEXTBOOK.HOEFFDING-PLANTED"]["evidence"]["refuted_configurations"] > 0
     assert (tmp_path / "run" / "tables" / "textbook_gd.parquet").exists()

@@ -15,10 +15,12 @@ import numpy as np
 import pytest
 from test_bounds_catalogue import VALID as CATALOGUE_BOUNDS
 from test_bounds_ifca import VALID as IFCA_BOUNDS
+from test_cfl_problems import VALID as CFL_PROBLEMS
 from test_cfl_mgd_bounds import VALID as MGD_BOUNDS
 from test_cfl_mgd_logistic_mixture import VALID as LOGISTIC_MIXTURE
 from test_cfl_mgd_pep import VALID as PEP
 from test_dsc_bounds import VALID as DSC_BOUNDS
+from test_fedprox_problems import VALID as FEDPROX_PROBLEMS
 
 from cflbounds.bounds import dsc, fedcluster, lcfl
 from cflbounds.synthetic import (label_mixture, make_bounded_linear_clusters, make_device_regression,
@@ -74,7 +76,7 @@ VALID = {
     layout_from_positions: dict(positions=[[10.0, 0.0], [0.0, 20.0], [-5.0, -5.0]]),
     upload_noise_variance: dict(snr=np.array([1e-4, 1e-6]), noise_scale=10.0),
 }
-ELSEWHERE = {**IFCA_BOUNDS, **MGD_BOUNDS, **PEP, **DSC_BOUNDS, **CATALOGUE_BOUNDS,
+ELSEWHERE = {**IFCA_BOUNDS, **MGD_BOUNDS, **PEP, **DSC_BOUNDS, **CATALOGUE_BOUNDS, **CFL_PROBLEMS, **FEDPROX_PROBLEMS,
              make_logistic_mixture: LOGISTIC_MIXTURE}
 
 

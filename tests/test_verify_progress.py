@@ -148,12 +148,14 @@ def test_run_display_is_plain_off_a_terminal():
     assert isinstance(run_display(io.StringIO(), interactive=True), TerminalDisplay)
 
 
-def test_verdict_line_is_cut_to_the_width():
+def test_verdict_line_is_cut_to_the_width(monkeypatch):
+    """A verdict's line holds its summary's first clause, cut to the width (the terminal's, or
+    given): a cut ends in "...", never "~" (the papers' "<~")."""
     line = verdict_line(verdict("IFCA.T1", 3.0, "s" * 300), 1, 2, width=80)
     assert len(line) == 80 and line.endswith("...")
-    short = verdict_line(verdict("IFCA.T1", 3.0, "s" * 300), 1, 2, summary=10)
-    assert short.endswith("  " + "s" * 7 + "...")
-    assert verdict_line(verdict("IFCA.T1", 3.0, "fits"), 1, 2, width=80, summary=10).endswith("  fits")
+    monkeypatch.setenv("COLUMNS", "60")
+    assert len(verdict_line(verdict("IFCA.T1", 3.0, "s" * 300), 1, 2)) == 60
+    assert verdict_line(verdict("IFCA.T1", 3.0, "fits; the rest (with a; inside)"), 1, 2, width=80).endswith("  fits")
 
 
 # -- in a run -----------------------------------------------------------------------------------
@@ -197,8 +199,9 @@ def test_cli_json_keeps_stdout_for_json_and_progress_on_stderr(capsys, tmp_path)
 
 
 def test_help_costs_come_from_the_costs_file(capsys, tmp_path, monkeypatch):
-    """verify --help states each scale's total and each claim's cost as the costs file records
-    them (a planted file changes the help), and says when a scale was never measured."""
+    """verify --help states each scale's total and `claims --costs` each claim's cost as the
+    costs file records them (a planted file changes both), and both say when a scale was never
+    measured."""
     import cflbounds.verify.costs as costs
 
     claims = implemented_claims()
@@ -211,11 +214,13 @@ def test_help_costs_come_from_the_costs_file(capsys, tmp_path, monkeypatch):
     monkeypatch.setattr(costs, "COSTS_FILE", path)
     assert claim_costs("default") == {claim: 7.25 for claim in claims}
     assert main(["verify", "--help"]) == 0
+    flat = " ".join(capsys.readouterr().out.split())
+    assert (f"smoke (tiny problems), default (the default) or paper (the papers' sizes); their claims took not "
+            f"measured yet, {rough_duration(7.25 * len(claims))} and not measured yet") in flat
+    assert main(["claims", "--costs"]) == 0
     text = capsys.readouterr().out
     flat = " ".join(text.split())
-    assert f"{len(claims)} claims took {rough_duration(7.25 * len(claims))} when measured" in flat
-    assert "smoke: tiny problems" in flat and "not measured yet" in flat
-    assert "measured 2030-01-02 on 2 CPUs" in flat and "a quiet box" in flat
+    assert "measured 2030-01-02 on 2 CPUs" in flat and "a quiet box" in flat and "smoke: not measured yet" in flat
     rows = [line.split() for line in text.splitlines() if line.split()[:1] and line.split()[0] in claims]
     assert len(rows) == len(claims) and all(row[1:] == ["-", "7.2", "-"] for row in rows)
 
@@ -236,3 +241,13 @@ def test_docs_cost_table_is_the_costs_file():
     root = Path(__file__).resolve().parents[1]
     script = load_benchmark("measure_claim_costs")
     assert script.markdown(COSTS_FILE) in (root / "docs" / "verify-runs.md").read_text(encoding="utf-8")
+
+
+def test_docs_performance_table_is_the_costs_file():
+    """docs/performance.md opens with each paper's claims added up from claim_costs.json
+    (regenerate it with the script's --families after a new measurement)."""
+    root = Path(__file__).resolve().parents[1]
+    script = load_benchmark("measure_claim_costs")
+    page = (root / "docs" / "performance.md").read_text(encoding="utf-8")
+    assert f"<!-- family-costs:start -->\n{script.family_markdown(COSTS_FILE)}\n<!-- family-costs:end -->" in page
+    assert page.index("## How long will my run take") < page.index("## Current figures")

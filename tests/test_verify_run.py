@@ -86,7 +86,7 @@ def test_an_interrupted_run_keeps_its_verdicts_and_resume_completes_it(tmp_path,
     replace_check(monkeypatch, "IFCA.A1", interrupt)
     assert verify("--out", out) == 130
     err = capsys.readouterr().err.splitlines()
-    assert err[-1].startswith("cflbounds: interrupted; the 2 finished verdicts are kept in")
+    assert err[-1].startswith("cflbounds verify: interrupted; 2 finished verdicts kept in")
     assert "--resume" in err[-1] and str(out) in err[-1]
     assert [v["id"] for v in record(out)["verdicts"]] == ["IFCA.A2", "LCFL.E8"]
     assert not (out / "report.pdf").exists()

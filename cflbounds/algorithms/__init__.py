@@ -5,8 +5,12 @@ from .cfl_mgd import cfl_mgd
 from .dsc import DescentTrace, Hierarchy, hierarchical_descent, hierarchy
 from .dsc_grouping import Grouping, dsc_grouping
 from .client_sampling import SCHEMES
+from .cosine_bipartition import (BIPARTITIONS, bipartition, cosine_similarities, cross_similarity_max,
+                                 intra_similarity_min, max_cross_similarity, splits_no_distribution)
+from .cosine_cfl import CosineCflTrace, SplitTest, cosine_cfl
 from .fedavg_noniid import fedavg_noniid
 from .fedcluster import FedClusterTrace, fedcluster
+from .fedprox import FedProxTrace, fedprox
 from .federated import (
     FederatedTrace,
     client_accuracy,
@@ -78,4 +82,16 @@ __all__ = [
     "IterateTrace",
     "MeasuredConstant",
     "measured_gradient_bound",
+    "fedprox",
+    "FedProxTrace",
+    "cosine_cfl",
+    "CosineCflTrace",
+    "SplitTest",
+    "BIPARTITIONS",
+    "bipartition",
+    "cosine_similarities",
+    "max_cross_similarity",
+    "cross_similarity_max",
+    "intra_similarity_min",
+    "splits_no_distribution",
 ]

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..synthetic.counter_random import counter_uniform
 
-__all__ = ["SCHEMES", "uniform_subset", "with_replacement", "aggregation_weights"]
+__all__ = ["SCHEMES", "uniform_subset", "with_replacement", "sampled_clients", "aggregation_weights"]
 
 SCHEMES = ("full", "scheme-I", "scheme-II", "mcmahan")
 
@@ -41,19 +41,30 @@ def with_replacement(keys: np.ndarray, round_index: int, probabilities: np.ndarr
     return np.minimum(np.searchsorted(cumulative, uniforms, side="right"), probabilities.size - 1)
 
 
+def sampled_clients(scheme: str, keys: np.ndarray, round_index: int, probabilities: np.ndarray,
+                    count: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``count`` clients round ``round_index`` aggregates under a sampling ``scheme`` (not
+    ``full``) and each one's weight, ``(B, count)`` each: ``scheme-I`` the draws with replacement
+    (repeats kept, ``1/K`` each), else the uniform subset with ``(N/K) p_k`` (``scheme-II``) or
+    ``p_k / sum_{j in S} p_j`` (``mcmahan``)."""
+    if scheme == "scheme-I":
+        chosen = with_replacement(keys, round_index, probabilities, count)
+        return chosen, np.full(chosen.shape, 1.0 / count)
+    chosen = uniform_subset(keys, round_index, probabilities.size, count)
+    weights = probabilities[chosen]
+    if scheme == "scheme-II":
+        return chosen, weights * (probabilities.size / count)
+    return chosen, weights / weights.sum(axis=-1, keepdims=True)  # mcmahan
+
+
 def aggregation_weights(scheme: str, keys: np.ndarray, round_index: int, probabilities: np.ndarray,
                         count: int) -> np.ndarray:
-    """The weights ``(B, N)`` of round ``round_index``'s aggregation under ``scheme`` (module docstring)."""
+    """The weights ``(B, N)`` of round ``round_index``'s aggregation under ``scheme`` (module
+    docstring): :func:`sampled_clients`' weights summed per client."""
     runs, clients = keys.shape[0], probabilities.size
     if scheme == "full":
         return np.broadcast_to(probabilities, (runs, clients)).copy()
-    rows = np.arange(runs)[:, None]
+    chosen, slot_weights = sampled_clients(scheme, keys, round_index, probabilities, count)
     weights = np.zeros((runs, clients))
-    if scheme == "scheme-I":
-        np.add.at(weights, (rows, with_replacement(keys, round_index, probabilities, count)), 1.0 / count)
-        return weights
-    chosen = uniform_subset(keys, round_index, clients, count)
-    weights[rows, chosen] = probabilities[chosen]
-    if scheme == "scheme-II":
-        return weights * (clients / count)
-    return weights / weights.sum(axis=-1, keepdims=True)  # mcmahan
+    np.add.at(weights, (np.arange(runs)[:, None], chosen), slot_weights)
+    return weights

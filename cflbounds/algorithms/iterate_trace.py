@@ -59,14 +59,15 @@ class IterateTrace:
         return self.distance_sq[:, -1]
 
 
-def trace_of(problem, points: np.ndarray, steps, run_keys, config: dict, **extra) -> IterateTrace:
-    """The trace of ``points`` ``(B, P, d)``: their exact gaps and distances, and divergence."""
+def trace_of(problem, points: np.ndarray, steps, run_keys, config: dict, kind=IterateTrace, **extra) -> IterateTrace:
+    """The trace of ``points`` ``(B, P, d)``: their exact gaps and distances, and divergence;
+    ``kind`` an :class:`IterateTrace` subclass whose own fields ``extra`` fills."""
     finite = np.isfinite(points).all(axis=-1)  # (B, P)
     diverged = ~finite.all(axis=-1)
     with np.errstate(all="ignore"):  # a diverged run's points are inf/NaN: their gaps are too
         gap = problem.objective_gap(np.where(finite[..., None], points, 0.0))
         distance = problem.distance_sq(np.where(finite[..., None], points, 0.0))
-    return IterateTrace(
+    return kind(
         points=points, steps=np.asarray(steps), objective_gap=np.where(finite, gap, np.inf),
         distance_sq=np.where(finite, distance, np.inf), diverged=diverged,
         diverged_at=np.where(diverged, np.argmin(finite, axis=-1), -1), run_keys=np.asarray(run_keys),

@@ -1,9 +1,11 @@
 """The pieces every catalogue method shares (FedJAX style): keys, step sizes, the local loop.
 
-FedAvg (Li et al.), FedAvg with two step sizes and SCAFFOLD (Karimireddy et al.) and local GD
-(Khaled et al.) differ only in their client step (a control variate added to the gradient;
-full or stochastic gradients), their sampling (:mod:`.client_sampling`) and their server
-update; they all run :func:`client_updates`, one batched loop over ``B`` runs x ``S`` clients.
+FedAvg (Li et al.), FedAvg with two step sizes and SCAFFOLD (Karimireddy et al.), local GD
+(Khaled et al.), FedProx's inexact local solves (Li et al., MLSys 2020) and CFL's local
+updates (Sattler et al.) differ only in their client step (a control variate or a proximal
+term added to the gradient; full or stochastic gradients; a stopping rule), their sampling
+(:mod:`.client_sampling`) and their server update; they all run :func:`client_updates`, one
+batched loop over ``B`` runs x ``S`` clients.
 
 Randomness: run ``b``'s key is ``hash(problem seed b, seed b)``; from it, per client, the
 noise keys (stream :data:`STREAM_NOISE`) and option I's control-variate keys, and the sampling
@@ -145,14 +147,20 @@ def initial_points(problem, init) -> torch.Tensor:
 
 
 def client_updates(oracle, start: torch.Tensor, keys: np.ndarray | None, *, first_step: int, steps: int,
-                step: Callable[[int], torch.Tensor], correction: torch.Tensor | None = None,
-                observe: Callable | None = None) -> torch.Tensor:
+                   step: Callable[[int], torch.Tensor], correction: torch.Tensor | None = None,
+                   proximal: torch.Tensor | None = None, observe: Callable | None = None,
+                   done: Callable[[torch.Tensor], torch.Tensor] | None = None) -> torch.Tensor:
     """``steps`` local steps of every run's ``S`` clients from ``start`` ``(B, S, d)``:
-    ``y <- y - eta_t (g(y) + correction)``, ``g`` the oracle's stochastic gradient keyed by
-    ``keys`` ``(B, S)`` and the global step ``t = first_step, first_step + 1, ...``, or its full
-    gradient when ``keys`` is None (local GD). ``correction`` ``(B, S, d)`` is SCAFFOLD's
-    ``c - c_i`` (None: plain SGD/GD). ``observe(t, models, second_moment)`` sees each step's
-    models before the step (``second_moment`` ``(B, S)``, None for full gradients)."""
+    ``y <- y - eta_t (g(y) + correction + proximal (y - start))``, ``g`` the oracle's stochastic
+    gradient keyed by ``keys`` ``(B, S)`` and the global step ``t = first_step, first_step + 1,
+    ...``, or its full gradient when ``keys`` is None (local GD). ``correction`` ``(B, S, d)`` is
+    SCAFFOLD's ``c - c_i``; ``proximal`` ``(B, 1, 1)`` FedProx's ``mu``, whose term makes the step
+    one on ``h_k(y; start) = F_k(y) + (mu/2)||y - start||^2`` (None: plain SGD/GD).
+    ``observe(t, models, second_moment)`` sees each step's models before the step
+    (``second_moment`` ``(B, S)``, None for full gradients). ``done(direction)`` (the step's
+    full direction, ``(B, S, d)``) returns a ``(B, S)`` bool tensor of the clients that stop
+    here: they keep their models from then on (their step is 0), and the loop ends early once
+    every client has stopped."""
     models = start
     for t in range(first_step, first_step + steps):
         if keys is None:
@@ -163,5 +171,13 @@ def client_updates(oracle, start: torch.Tensor, keys: np.ndarray | None, *, firs
             observe(t, models, second_moment)
         if correction is not None:
             gradient = gradient + correction
-        models = models - step(t) * gradient
+        if proximal is not None:
+            gradient = gradient + proximal * (models - start)
+        eta = step(t)
+        if done is not None:
+            stopped = done(gradient)
+            if bool(stopped.all()):
+                return models
+            eta = eta * (~stopped)[..., None].to(gradient.dtype)
+        models = models - eta * gradient
     return models

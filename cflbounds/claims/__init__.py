@@ -6,7 +6,9 @@ and its ``--help`` work for it unchanged; the constants' meanings come from the 
 numpydoc ``Parameters`` section), and a check: a function of the :class:`VerifyContext`
 (``scale``, ``seed``, ``device``; ``save_table``, ``shared``, ``checkpoint``) that measures and
 returns a :class:`Verdict`, usually through one of the decision :mod:`rules
-<cflbounds.verify.rules>` (``deterministic``, ``exceedance``, ``rate``, ``ordering``).
+<cflbounds.claims.rules>` (``deterministic``, ``exceedance``, ``expectation``, ``rate``,
+``ordering``). The check is optional: a claim in the short form, ``Claim(id, statement,
+bound=..., domain=...)``, is judged by searching its domain.
 
 An installed package adds its claims through the entry-point group ``cflbounds.claims``::
 
@@ -29,7 +31,7 @@ Helpers a check may use, the same ones the five papers' checks use:
 * ``RELATIVE_TOLERANCE``: the rounding allowance an :class:`Inequality` grants (relative to
   its larger side).
 
-This package is the whole plugin API. The five papers (:mod:`cflbounds.papers`) are a plugin
+This package is the whole plugin API. The five papers (``cflbounds.papers``) are a plugin
 like any other: they import this package, ``cflbounds.algorithms``, ``cflbounds.bounds``,
 ``cflbounds.synthetic`` and ``cflbounds.sweeps``, nothing of the engine (``cflbounds.verify``,
 ``falsify``, ``reports``, ``cli``), and arrive through the same entry point from cflbounds' own

@@ -9,7 +9,7 @@ a plugin judges its theorem exactly as the five papers judge theirs.
 * :func:`mean_interval` and :func:`paired_difference` (a :class:`PairedDifference`): Student-t
   intervals of a mean and of the mean paired difference of two methods run on the same seeds.
 
-The implementations live in the engine (:mod:`cflbounds.verify.stats`, which the decision
+The implementations live in the engine (``cflbounds.verify.stats``, which the decision
 :mod:`~cflbounds.claims.rules` use); this module is their stable public name.
 """
 from ..verify.stats import (PairedDifference, RateFit, bonferroni_confidence, clopper_pearson, fisher_one_sided,

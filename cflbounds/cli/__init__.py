@@ -18,7 +18,6 @@ exception propagates as it is, traceback and all, whatever its type.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -26,26 +25,28 @@ from .._files import WriteError
 from .._validation import InvalidParameterError
 from ..verify.failure import raised_by_claim
 from . import bound, claims, falsify, report, sweep, verify
-from ._common import EXIT_WRITE, Parser, set_threads
+from ._common import EXIT_WRITE, Parser, UsageError, set_threads
 
 __all__ = ["main"]
 
+# what an interrupted command keeps, where it does not say so itself
+INTERRUPTED = {"cflbounds sweep": " (the finished cells are kept in the store: continue with the same options and "
+                                  "--resume)"}
 SUBCOMMANDS = {"claims": claims, "verify": verify, "falsify": falsify, "bound": bound, "sweep": sweep, "report": report}
 
 
 EPILOG = """\
 start with:
-  cflbounds claims                         every claim ID with its paper, package, statement and status
-  cflbounds verify 'IFCA.*' --scale smoke  check claims: a verdict table, verdicts.json, report.pdf
-  cflbounds falsify FC.T1                  search a claim's admissible domain for a counterexample
-  cflbounds bound IFCA.C1 --help           what a theorem's formula needs; then evaluate it
-  cflbounds sweep ifca-fig2 --help         IFCA's Fig. 2 experiment over a grid, resumable
-`cflbounds COMMAND --help` describes each command's options."""
+  cflbounds verify 'IFCA.*' --scale smoke  # IFCA's claims in about a minute
+  cflbounds claims                         # every claim and what checks it
+  cflbounds falsify FC.T1                  # search a claim's domain (2 min)
+  cflbounds bound IFCA.C1 --help           # a formula and its symbols
+
+`cflbounds COMMAND --help` describes a command's options. More: README.md, docs/."""
 
 
 def _parser() -> Parser:
-    parser = Parser(prog="cflbounds", description=__doc__.split("\n\n")[0], epilog=EPILOG, allow_abbrev=False,
-                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = Parser(prog="cflbounds", description=__doc__.split("\n\n")[0], epilog=EPILOG, allow_abbrev=False)
     commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser, title="commands",
                                      metavar="COMMAND")
     for module in SUBCOMMANDS.values():
@@ -53,41 +54,43 @@ def _parser() -> Parser:
     return parser
 
 
-def _warn_plugin_problems() -> None:
+def _warn_plugin_problems(prefix: str) -> None:
     """One stderr line per plugin declaration that could not be registered (the other claims work)."""
     from ..verify.registry import loaded_problems
 
     for problem in loaded_problems():
-        print(f"cflbounds: warning: {problem}", file=sys.stderr)
+        print(f"{prefix}: warning: {problem}", file=sys.stderr)
 
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    # every line a command prints on stderr starts with its name: `cflbounds verify: error: ...`
+    prefix = f"cflbounds {argv[0]}" if argv and argv[0] in SUBCOMMANDS else "cflbounds"
     try:
         parser = _parser()
-        _warn_plugin_problems()
+        _warn_plugin_problems(prefix)
         args, extra = parser.parse_known_args(argv)
         args.argv = ["cflbounds", *argv]  # the command line, recorded with a run's results
         if args.command != "bound" and extra:
-            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+            parser._subparsers._group_actions[0].choices[args.command].unrecognized(extra)
         args.thread_governor = set_threads(getattr(args, "threads", None))
         module = SUBCOMMANDS[args.command]
         return module.run(args, extra) if args.command == "bound" else module.run(args)
     except InvalidParameterError as error:
         if raised_by_claim(error):  # a claim's own exception let through by --raise, not bad usage
             raise
-        print(f"{getattr(error, 'prog', 'cflbounds')}: error: {error}", file=sys.stderr)
+        print(f"{error.prog if isinstance(error, UsageError) else prefix}: error: {error}", file=sys.stderr)
         return 2
     except WriteError as error:  # after work began (a refusal before it is exit 2): the run stopped there
         if raised_by_claim(error):  # a claim's own write (a checkpoint) let through by --raise
             raise
-        print(f"cflbounds: error: {error} What was written before is kept (verify, falsify and sweep continue "
+        print(f"{prefix}: error: {error} What was written before is kept (verify, falsify and sweep continue "
               "with --resume).", file=sys.stderr)
         return EXIT_WRITE
     except SystemExit as stop:  # argparse's --help has printed: the exit status, also in-process
         return stop.code if isinstance(stop.code, int) else 0
-    except KeyboardInterrupt:
-        print("cflbounds: interrupted (finished cells are kept; rerun with --resume)", file=sys.stderr)
+    except KeyboardInterrupt:  # verify and falsify say what they keep themselves
+        print(f"{prefix}: interrupted" + INTERRUPTED.get(prefix, ""), file=sys.stderr)
         return 130
     except BrokenPipeError:  # the reader left (`cflbounds claims | head`): stop quietly, as on SIGPIPE
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes stdout

@@ -9,9 +9,9 @@ import textwrap
 
 from .._validation import InvalidParameterError
 
-__all__ = ["Parser", "UsageError", "Once", "csv", "table", "terminal_width", "set_threads", "add_executor_options",
-           "add_containment_options", "check_executor_options", "claim_timeout", "isolation", "start_executor",
-           "exit_status", "EXIT_VIOLATED", "EXIT_ERROR", "EXIT_WRITE"]
+__all__ = ["Parser", "HelpFormatter", "UsageError", "Once", "csv", "table", "terminal_width", "set_threads",
+           "add_executor_options", "add_containment_options", "add_device_option", "check_executor_options",
+           "claim_timeout", "isolation", "start_executor", "exit_status", "EXIT_VIOLATED", "EXIT_ERROR", "EXIT_WRITE"]
 
 EXIT_VIOLATED = 1  # a claim was violated and --strict was given
 EXIT_ERROR = 3  # a claim's own code failed: its verdict (outcome) is 'error'
@@ -39,15 +39,113 @@ class UsageError(InvalidParameterError):
         self.prog = prog
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's help at the terminal's width (``$COLUMNS`` first), options and text alike. The
+    description and epilog keep their paragraphs (text between blank lines is filled to the
+    width) and their indented lines as they are (an example command, a short list); where such a
+    line would be wider than the terminal, its ``# comment`` goes under it and the command is
+    continued on the next lines with a backslash, so that pasted it still runs."""
+
+    def __init__(self, prog, **options):
+        options.setdefault("width", terminal_width() - 2)
+        super().__init__(prog, **options)
+
+    def _format_usage(self, usage, actions, groups, prefix):
+        """The usage (each of its lines) wrapped between its bracketed parts, under the words
+        after the command, or under ``usage:`` where a part would not fit there."""
+        prefix = "usage: " if prefix is None else prefix
+        width, self._width = self._width, 10**6  # argparse's own usage on one line, wrapped below
+        try:
+            text = super()._format_usage(usage, actions, groups, "")
+        finally:
+            self._width = width
+        lines = []
+        for number, form in enumerate(line for line in text.strip().splitlines() if line.strip()):
+            start = (prefix if number == 0 else " " * len(prefix)) + self._prog
+            parts = _usage_parts(form.strip()[len(self._prog):]) if form.strip().startswith(self._prog) else \
+                _usage_parts(form.strip())
+            indent = len(start) + 1 if all(len(start) + 1 + len(part) <= width for part in parts) else len(prefix)
+            line = start
+            for part in parts:
+                if len(line) + 1 + len(part) > width and line.strip():
+                    lines.append(line)
+                    line = " " * (indent - 1)
+                line += " " + part
+            lines.append(line)
+        return "\n".join(lines) + "\n\n"
+
+    def _fill_text(self, text, width, indent):
+        out, prose = [], []
+
+        def flush():
+            if prose:
+                out.append(textwrap.fill(" ".join(" ".join(prose).split()), width, initial_indent=indent,
+                                         subsequent_indent=indent))
+                prose.clear()
+
+        for line in text.strip("\n").splitlines():
+            if not line.strip() or line.startswith(" "):
+                flush()
+                command, mark, comment = line.partition("  # ")
+                if len(indent + line) <= width or not line.strip():
+                    out.append(indent + line if line.strip() else "")
+                    continue
+                margin = indent + " " * (len(command) - len(command.lstrip()))
+                pieces = textwrap.wrap(command.strip(), width - len(margin) - 2, break_long_words=False,
+                                       break_on_hyphens=False) or [""]
+                out += [f"{margin}{'    ' * (i > 0)}{piece}" + (" \\" if i < len(pieces) - 1 else "")
+                        for i, piece in enumerate(pieces)]  # a shell line continued, as pasted it still runs
+                if mark:  # an example's comment goes under it
+                    out.append(margin + "  # " + comment.strip())
+            else:
+                prose.append(line)
+        flush()
+        return "\n".join(out)
+
+
+def _usage_parts(text: str) -> list[str]:
+    """A usage's words, a bracketed option group (``[--budget SECONDS | --evaluations N]``) one."""
+    parts, depth, current = [], 0, ""
+    for character in text:
+        depth += (character in "[(") - (character in "])")
+        if character == " " and depth == 0:
+            parts, current = parts + [current] if current else parts, ""
+        else:
+            current += character
+    return parts + [current] if current else parts
+
+
 class Parser(argparse.ArgumentParser):
     """argparse whose errors are one line on stderr (``cflbounds verify: error: ...``) and exit
-    status 2."""
+    status 2, with a "Did you mean" for a mistyped command or choice; its help follows the
+    terminal's width (:class:`HelpFormatter`)."""
+
+    def __init__(self, *args, **options):
+        options.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **options)
 
     def error(self, message):
         if "the following arguments are required: COMMAND" in message:
             commands = ", ".join(self._subparsers._group_actions[0].choices) if self._subparsers else ""
             message = f"a command is required: {commands} (`{self.prog} --help` says what each does)"
         raise UsageError(self.prog, message)
+
+    def unrecognized(self, extra: list[str]) -> None:
+        """Refuse arguments no option takes, suggesting the option meant (``--sacle``: ``--scale``)."""
+        from ..verify.registry import suggestion
+
+        options = [flag for action in self._actions for flag in action.option_strings]
+        hints = "".join(suggestion(item.split("=")[0], options) for item in extra if item.startswith("-"))
+        self.error(f"unrecognized arguments: {' '.join(extra)}" + (f".{hints}" if hints else ""))
+
+    def _check_value(self, action, value):
+        try:
+            super()._check_value(action, value)
+        except argparse.ArgumentError as error:  # an unknown command or choice: the closest ones named
+            from ..verify.registry import suggestion
+
+            hint = suggestion(value, action.choices)
+            raise argparse.ArgumentError(action, f"{error.message}.{hint}" if hint else error.message) from None
 
     def _get_values(self, action, arg_strings):
         # argparse before Python 3.13 drops a '--' given as an option's value ('--seed=--') and
@@ -134,36 +232,87 @@ def terminal_width() -> int:
     return shutil.get_terminal_size((100, 24)).columns
 
 
+def _wrapped(text: str, width: int) -> list[str]:
+    """``text`` wrapped at spaces to ``width``; a word longer than that stays whole on a line of
+    its own (a path or a formula cut in two cannot be pasted or read)."""
+    return textwrap.wrap(text, max(width, 1), break_long_words=False, break_on_hyphens=False) or [""]
+
+
+def _longest_word(text: str) -> int:
+    return max((len(word) for word in text.split()), default=0)
+
+
+def _fit(natural: list[int], least: list[int], room: int) -> list[int]:
+    """Column widths that add up to at most ``room``: the widest column that can still give way
+    (down to ``least``) gives one character at a time; where none can, the least widths."""
+    widths = list(natural)
+    while sum(widths) > room:
+        movable = [i for i, (w, floor) in enumerate(zip(widths, least)) if w > floor]
+        if not movable:
+            break
+        widest = max(movable, key=lambda i: widths[i])
+        widths[widest] -= 1
+    return widths
+
+
+def _rows(cells: list[list[str]], widths: list[int]) -> list[str]:
+    """Rows whose cells wrap at spaces within their column, continuation lines aligned."""
+    lines = []
+    for row in cells:
+        pieces = [_wrapped(cell, width) for cell, width in zip(row, widths)]
+        for k in range(max(map(len, pieces))):
+            lines.append("  ".join((piece[k] if k < len(piece) else "").ljust(width)
+                                   for piece, width in zip(pieces, widths)).rstrip())
+    return lines
+
+
 def table(header, rows, width=None) -> str:
     """A plain text table that fits ``width`` columns (default: the terminal's, else 100).
 
-    Only the last column gives way: its text is wrapped onto continuation lines aligned
-    under it, never cut (a cut formula would end in a ``~`` that reads as the papers' ``<~``).
-    Lines stay longer than ``width`` only where the other columns alone do not fit.
+    Cells wrap at spaces onto continuation lines aligned under their column, never cut (a cut
+    formula would end in a ``~`` that reads as the papers' ``<~``); the widest column gives way
+    first. A last column of text that would be left narrower than 20 characters goes under its
+    row instead, indented by four (its name under the header's). Words (a path, a formula
+    without spaces) are never broken, so every line fits ``width`` as long as the other
+    columns' longest words fit side by side and no word of the last column is longer than the
+    room left for it; otherwise the lines that hold such words are wider.
     """
     width = width or terminal_width()
     cells = [[str(c) for c in header]] + [[str(c) for c in row] for row in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
-    indent = sum(widths[:-1]) + 2 * (len(widths) - 1)
-    widths[-1] = min(widths[-1], max(_LAST_COLUMN_MIN, width - indent))
+    natural = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    least = [max(_longest_word(row[i]) for row in cells) for i in range(len(header))]
+    gaps = 2 * (len(header) - 1)
+    widths = _fit(natural, least[:-1] + [min(natural[-1], _LAST_COLUMN_MIN)], width - gaps)
+    if len(header) == 1 or sum(widths) + gaps <= width or natural[-1] <= _LAST_COLUMN_MIN:
+        lines = _rows(cells, widths)
+        lines.insert(len(_rows(cells[:1], widths)), "  ".join("-" * w for w in widths))
+        return "\n".join(lines)
+    # stacked: the other columns side by side, the last one's text under each row
+    widths = _fit(natural[:-1], least[:-1], width - gaps + 2)
     lines = []
-    for row in cells:
-        pieces = textwrap.wrap(row[-1], widths[-1], break_on_hyphens=False) or [""]
-        lines.append("  ".join(c.ljust(w) for c, w in zip(row[:-1] + pieces[:1], widths)).rstrip())
-        lines += [(" " * indent + piece).rstrip() for piece in pieces[1:]]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+    for index, row in enumerate(cells):
+        lines += _rows([row[:-1]], widths)
+        lines += [("    " + piece).rstrip() for piece in _wrapped(row[-1], width - 4)] if row[-1] else []
+        if index == 0:
+            lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines)
 
 
 def threads_help(when: str) -> str:
     """``--threads``'s help; ``when`` says when ``auto`` judges the machine's load."""
-    return (f"torch CPU threads: 'auto' (default) gives torch the cores other processes leave free, judged "
-            f"from the machine's CPU use {when} (torch's threads spin-wait "
-            "for each other, so 2 threads beside a busy neighbour on 2 cores run about 2x slower than 1: "
-            "benchmarks/bench_verify_load.py), or a number from 1 to the CPU count; results do not depend on it")
+    return (f"torch threads: auto (default: the cores other processes leave free, judged {when}) or a "
+            "count")
 
 
-THREADS_HELP = threads_help("when the run starts, between claims and at each batched computation")
+THREADS_HELP = threads_help("per claim")
+
+
+def add_device_option(add_argument, default: str | None = "auto", replay: bool = False) -> None:
+    """``--device`` on a subcommand that runs torch (``add_argument``: its parser's): ``auto`` on
+    every command; with ``replay``, a replay's default is the device its file records."""
+    add_argument("--device", choices=("auto", "cpu", "cuda"), default=default, metavar="DEVICE",
+                 help="auto (default: CUDA when present, else CPU), cpu or cuda" + (
+                     "; --replay: the file's device" if replay else ""))
 
 
 def thread_count(text: str):
@@ -195,14 +344,11 @@ def set_threads(threads):
 def add_containment_options(add_argument, default_timeout: str) -> None:
     """``--isolation`` and ``--claim-timeout`` on a subcommand that runs claims' code
     (``add_argument``: its parser's); ``default_timeout`` says the limit when none is given."""
-    add_argument("--isolation", choices=("process", "none"), default=None,
-                 help="where each claim's own code runs: process = a worker process of its own, so that an exit, a "
-                      "hang, a changed directory, a patched module or its prints stay with it (default); none = in "
-                      "this process, a little faster and what --raise and a debugger need; a claim's settings are "
-                      "read-only and its prints go to stderr in both")
+    add_argument("--isolation", choices=("process", "none"), default=None, metavar="HOW",
+                 help="process (default): each claim in a worker process of its own; none: in this one (for "
+                      "--raise)")
     add_argument("--claim-timeout", type=non_negative(float), metavar="SECONDS",
-                 help="seconds a claim may take before it is stopped and given the verdict 'error' (timed out), "
-                      f"the run going on with the others; 0: no limit (default: {default_timeout})")
+                 help=f"a claim taking longer is stopped: verdict 'error' (default: {default_timeout}; 0: none)")
 
 
 def isolation(chosen: str | None, raise_errors: bool) -> str:
@@ -222,18 +368,14 @@ def claim_timeout(args, default: float) -> float | None:
     return seconds or None
 
 
-def add_executor_options(add_argument, runs: str) -> None:
+def add_executor_options(add_argument, task: str) -> None:
     """``--executor`` and ``--address`` on a subcommand (``add_argument``: its parser's, perhaps
-    with ``action=Once``); ``runs`` says in words what becomes a Ray task, and how the results
-    compare with a local run."""
-    add_argument("--executor", choices=("local", "ray"), default="local",
-                 help=f"where the work runs: local = in this process; ray = on a Ray cluster, each task asking for "
-                      f"one CPU (and one GPU with --device cuda): {runs} (default: local; needs pip install "
-                      "'cflbounds[ray]')")
+    with ``action=Once``); ``task`` says in words what becomes a Ray task."""
+    add_argument("--executor", choices=("local", "ray"), default="local", metavar="local|ray",
+                 help=f"local (default) or ray: {task} a task on a Ray cluster (needs cflbounds[ray])")
     add_argument("--address", metavar="HOST:PORT",
-                 help="with --executor ray: join the running Ray cluster whose head node is HOST:PORT (as printed "
-                      "by `ray start --head`; 'auto': the one started last on this machine); default: "
-                      "$RAY_ADDRESS, else start a local Ray instance on this machine for this run")
+                 help="the Ray cluster's head node to join (default: $RAY_ADDRESS, else a local Ray started "
+                      "for this run)")
 
 
 def check_executor_options(args) -> None:

@@ -12,12 +12,29 @@ from ._common import Once, Parser, table, terminal_width
 __all__ = ["add_parser", "run"]
 
 
+EPILOG = """\
+examples:
+  cflbounds bound MGD.L1 --help      # its constants in words, with their ranges
+  cflbounds bound MGD.L1 --sigma 0.5 --delta 1 --mu 2 --n-prime 100  # its value
+
+More: docs/commands.md."""
+
+
 def add_parser(commands) -> None:
-    bound = commands.add_parser("bound", allow_abbrev=False, add_help=False,
-                                help="evaluate one theorem's formula and its assumption checks")
-    bound.add_argument("id", metavar="ID", nargs="?", help="a claim ID with a formula (`cflbounds claims`)")
+    from ..verify.registry import claims
+
+    formulas = ", ".join(claim.id for claim in claims().values() if claim.bound is not None)
+    bound = commands.add_parser(
+        "bound", allow_abbrev=False, add_help=False, usage="%(prog)s ID [--CONSTANT VALUE ...] [--json]",
+        help="evaluate one theorem's formula and its assumption checks", epilog=EPILOG,
+        description="Evaluate one theorem's formula at constants you give, with each of its assumptions' "
+                    f"inequalities (both sides and the slack). The formulas: {formulas}.")
+    bound.add_argument("id", metavar="ID", nargs="?", help="a claim ID with a formula (above)")
     bound.add_argument("--json", action="store_true", help="print the result as JSON")
-    bound.add_argument("-h", "--help", action="store_true", help="with an ID: that formula's parameters")
+    bound.add_argument("--list", action="store_true", help="every formula's claim ID with its statement")
+    bound.add_argument("-h", "--help", action="store_true",
+                       help="this help; with an ID: that formula's constants in words, with their ranges")
+    bound.set_defaults(usage_text=bound.format_help)
 
 
 def _number(name, text):
@@ -29,14 +46,12 @@ def _number(name, text):
     raise InvalidParameterError(f"The '{name}' parameter must be a number. Got {text!r} instead.")
 
 
-def _bound_help() -> str:
+def _formulas() -> str:
+    """``bound --list``: every formula's claim ID with its statement."""
     from ..verify.registry import claims
 
-    rows = [[claim.id, claim.statement] for claim in claims().values() if claim.bound is not None]
-    intro = ("Evaluate one theorem's formula at constants you give, with each of its assumptions' inequalities "
-             "(both sides and the slack). `cflbounds bound ID --help` defines the symbols of one.")
-    return (f"usage: cflbounds bound ID [--param value ...] [--json]\n\n{textwrap.fill(intro, terminal_width())}\n\n"
-            + table(["ID", "statement"], rows))
+    return table(["ID", "statement"], [[claim.id, claim.statement] for claim in claims().values()
+                                      if claim.bound is not None])
 
 
 def _option_help(name, parameter, constraints, described) -> str:
@@ -54,11 +69,16 @@ def run(args, extra: list[str]) -> int:
     from ..verify.registry import get_claim
     from ..verify.verdict import json_safe
 
+    if args.list:
+        if args.id is not None or extra:
+            raise InvalidParameterError("The '--list' option lists every formula: it takes no ID or constants.")
+        print(_formulas())
+        return 0
     if args.id is None:
         if args.help:
-            print(_bound_help())
+            print(args.usage_text(), end="")
             return 0
-        raise InvalidParameterError("cflbounds bound: the claim ID is missing (`cflbounds bound --help` lists them)")
+        raise InvalidParameterError("The claim ID is missing (`cflbounds bound --help` lists them).")
     claim = get_claim(args.id)
     if claim.bound is None:
         raise InvalidParameterError(f"Claim {args.id} has no formula to evaluate (`cflbounds claims` shows which do).")
@@ -86,7 +106,8 @@ def run(args, extra: list[str]) -> int:
             check_param(name, value, constraints[name], claim.bound.__name__)
     missing = [f"--{name.replace('_', '-')}" for name in required if values[name] is None]
     if missing:
-        raise InvalidParameterError(f"cflbounds bound {args.id}: missing required options {', '.join(missing)}")
+        raise InvalidParameterError(f"{args.id} needs the options {', '.join(missing)} (`cflbounds bound {args.id} "
+                                    "--help` says what each is).")
     result = claim.bound(**values)
     data = _bound_dict(claim, result)
     print(json.dumps(json_safe(data), indent=2, allow_nan=False) if args.json else _bound_text(data))

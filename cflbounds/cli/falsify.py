@@ -1,61 +1,34 @@
 """``cflbounds falsify``: search each claim's admissible domain for its worst case."""
 from __future__ import annotations
 
-import argparse
 import json
 import sys
-import textwrap
 from datetime import datetime
 from pathlib import Path
 
 from .._files import absolute_directory, writable_directory
 from .._validation import InvalidParameterError
+from .._words import plural
 from ._common import (EXIT_ERROR, MAX_EVALUATIONS, MAX_SECONDS, THREADS_HELP, add_containment_options,
-                      add_executor_options, check_executor_options, check_seed, claim_timeout, exit_status, isolation,
-                      non_negative, start_executor, table, thread_count)
+                      add_device_option, add_executor_options, check_executor_options, check_seed, claim_timeout,
+                      exit_status, isolation, non_negative, start_executor, table, thread_count)
 
 __all__ = ["add_parser", "run"]
 
-DESCRIPTION = (
-    "Search each claim's admissible domain (the problems, algorithm settings and constants its statement quantifies "
-    "over, its assumptions as constraints) for the point where the measured quantity most exceeds the bound: first "
-    "independent uniform points of the search's unit cube (the first fifth of --evaluations, or of --budget's "
-    "seconds), then CMA-ES (pycma) with restarts of growing population on transformed coordinates (log scale for "
-    "scales, integers rounded), inadmissible points penalised and never counted. The best point is confirmed on "
-    "fresh seeds the search never used, with the claim's decision rule: 'violated' only then, else 'no counterexample "
-    "found', which states what the uniform points rule out (coverage: no violating region over X of the admissible "
-    "volume, at 95 %, X about 3/N for N admissible points). A violating best point is shrunk toward a simpler one "
-    "(fewer clients, clusters, dimensions, rounder numbers) keeping half its excess, and the shrunk point is reported "
-    "only if its own confirmation clears the tolerance 100 times over and keeps half the unshrunk point's confirmed "
-    "excess (log-ratio); otherwise the unshrunk point is. Per claim, falsify.json holds: best_ratio, the confirmed "
-    "measured/allowed (above 1: violated) of the reported point on fresh seeds (the raw best's if the claim's code "
-    "failed before its confirmation; NaN without an admissible point); confirmed {ratio, interval, trials, "
-    "confidence, point}; raw_best {ratio, "
-    "score, objective, trials, exceedances}, the search's best single evaluation (the winner of many noisy draws, "
-    "biased upward); coverage {points, admissible, violating, volume_bound, confidence, statement}. "
-    "Writes DIR/falsify.json (after each claim), DIR/counterexamples/<ID>.json, DIR/report.pdf and DIR/report.html "
-    "(cflbounds report DIR rebuilds both); a DIR that holds "
-    "them already is refused unless --resume or --overwrite. The same seed gives the same search path; with --budget "
-    "it stops after that many seconds, so how far it gets depends on the machine, with --evaluations the whole run is "
-    "reproducible. A claim whose own code (its domain's evaluation or constraints) raises, or returns what breaks the "
-    "Domain contract (one Instance per point; measured, bound, counts and samples well-formed: docs/own-theorem.md), "
-    "ends with outcome 'error', naming the exception and the plugin's file:line; the other claims are searched and "
-    "every output is written. With no claim named, every claim that declares a domain is searched for --budget "
-    "seconds each (a warning on stderr says how many and how long before the search starts). Exit status: 0 done; 1 "
-    "a claim is violated and --strict is given, a --replay that does not reproduce, or a crash (an uncaught "
-    "exception, with its traceback; also one re-raised by --raise); 2 bad usage (one line, before any work); 3 a "
-    "claim ended in 'error' (before 1); 74 an output could not be written (a full disk: one line naming the file; "
-    "--resume continues).")
+DESCRIPTION = """\
+Search each claim's admissible domain for the point where measured/allowed is largest, then
+confirm it on fresh seeds: 'violated' only then, else 'no counterexample found' with what the
+search rules out. Writes falsify.json, counterexamples/, report.pdf and report.html. Which
+claims declare a domain (and why the others do not): cflbounds claims."""
 
+EPILOG = """\
+examples:
+  cflbounds falsify FC.T1 --budget 60      # one claim, a minute of search
+  cflbounds falsify --replay DIR/counterexamples/FC.T1.json
 
-
-def _epilog() -> str:
-    from ..verify.registry import claims
-
-    rows = [[claim.id, "yes: " + (claim.domain.note or "its domain") if claim.domain else
-             "no: " + (claim.no_domain or "declares no domain")] for claim in claims().values()]
-    return (textwrap.fill("Which claims can be falsified (a claim takes part by declaring a domain: "
-                          "docs/own-theorem.md):", 100) + "\n\n" + table(["claim", "falsify"], rows)).replace("%", "%%")
+Exit status: 0 done, 1 a claim violated with --strict or a replay that does not reproduce, 2
+bad usage, 3 a claim's own code failed, 74 an output could not be written, 130 interrupted.
+More: docs/falsify.md (the search, the outputs, each claim's domain)."""
 
 
 def add_parser(commands) -> None:
@@ -64,62 +37,43 @@ def add_parser(commands) -> None:
 
     parser = commands.add_parser("falsify", allow_abbrev=False,
                                  help="search each claim's admissible domain for its worst case (a counterexample)",
-                                 description=textwrap.fill(DESCRIPTION, 100), epilog=_epilog(),
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+                                 description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("ids", nargs="*", metavar="ID",
-                        help="claim IDs or patterns such as 'FC.*' (patterns match the claims that declare a domain; "
-                             "default: every such claim; not with --replay)")
+                        help="claim IDs or patterns such as 'FC.*' (default: every claim that declares a domain)")
     spend = parser.add_mutually_exclusive_group()
-    spend.add_argument("--budget", type=non_negative(float, positive=True, maximum=MAX_SECONDS), metavar="SECONDS",
-                       help=f"seconds of search per claim; shrinking and confirming come on top "
-                            f"(default: {DEFAULT_BUDGET:g})")
-    spend.add_argument("--evaluations", type=non_negative(int, positive=True, maximum=MAX_EVALUATIONS), metavar="N",
-                       help="search evaluations per claim instead of a time budget: the run is then reproducible "
-                            "exactly on any machine")
+    spend.add_argument("--budget", type=non_negative(float, positive=True, maximum=MAX_SECONDS),
+                       metavar="SECONDS",
+                       help=f"seconds of search per claim, before shrinking and confirming (default: "
+                            f"{DEFAULT_BUDGET:g})")
+    spend.add_argument("--evaluations", type=non_negative(int, positive=True, maximum=MAX_EVALUATIONS),
+                       metavar="N",
+                       help="evaluations per claim instead: reproducible exactly on any machine")
     parser.add_argument("--seed", type=int, default=0,
-                        help="search seed, an int in [0, 2^63 - 1]: the search's evaluation seeds and the fresh "
-                             "confirmation seeds are spawned from it (apart), so the same seed gives the same search "
-                             "path (default: 0)")
-    parser.add_argument("--confidence", type=float, default=0.95,
-                        help="confidence of the confirmation on fresh seeds, in (0, 1) (default: 0.95)")
-    parser.add_argument("--out", metavar="DIR",
-                        help="run directory for falsify.json, counterexamples/, report.pdf and report.html (default: "
-                             "reports/falsify-<date-time>/); checked to be a writable directory before any work, with "
-                             "no symbolic link where the run writes (nothing is written outside it)")
-    parser.add_argument("--json", action="store_true",
-                        help="print falsify.json's content (metadata and one result per claim) on stdout, not the "
-                             "table")
-    parser.add_argument("--replay", metavar="FILE",
-                        help="evaluate the counterexample in FILE (written by an earlier falsify run in "
-                             "DIR/counterexamples/) at its point and seed, and say whether its ratio reproduces "
-                             "(exit 1 if it does not); no search")
-    parser.add_argument("--emit-test", metavar="FILE",
-                        help="write a pytest regression test to FILE that fails while the counterexample stands "
-                             "(one claim, or with --replay); nothing is written if no counterexample is found")
-    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="cpu",
-                        help="where the claims' torch runs go: auto = CUDA when present, else CPU (default: cpu, "
-                             "where a replay reproduces a ratio exactly)")
-    add_executor_options(parser.add_argument, "every claim's search one task, all at once (a search itself is "
-                                              "sequential); with --evaluations the results are the local run's, "
-                                              "with --budget each search gets its seconds wherever it runs")
+                        help="search seed (default 0; same seed, same search path)")
+    parser.add_argument("--confidence", type=float, default=0.95, metavar="C",
+                        help="confirmation's confidence in (0, 1) (default 0.95)")
+    parser.add_argument("--out", metavar="DIR", help="run directory (default: reports/falsify-<date-time>/)")
     again = parser.add_mutually_exclusive_group()
     again.add_argument("--resume", action="store_true",
-                       help="continue the falsify run in --out DIR: claims with a result there are kept and not "
-                            "searched again (those that ended in 'error' are, after a fix to the plugin); refused "
-                            "unless the run was made with the same seed, --budget or --evaluations, --confidence, "
-                            "device and cflbounds version. Without a run in DIR, a new run starts")
+                       help="continue the run in --out DIR: keep its results")
     again.add_argument("--overwrite", action="store_true",
-                       help="replace the outputs of an earlier run in --out DIR: its falsify.json, counterexamples/ "
-                            "and report are removed before the search starts (other files are left alone). Without "
-                            "--resume or --overwrite, a DIR holding any of them is refused")
+                       help="replace an earlier run's outputs in --out DIR")
+    parser.add_argument("--json", action="store_true", help="print falsify.json on stdout instead of the table")
+    parser.add_argument("--replay", metavar="FILE",
+                        help="evaluate a counterexample file at its point and seed; exit 1 if its ratio does not "
+                             "reproduce")
+    parser.add_argument("--emit-test", metavar="FILE",
+                        help="write a pytest file that fails while the counterexample stands (one claim, or "
+                             "--replay)")
     parser.add_argument("--strict", action="store_true", help="exit 1 if a claim is violated")
     parser.add_argument("--raise", dest="raise_first", action="store_true",
-                        help="stop at the first claim whose own code raises or breaks the Domain contract and re-raise "
-                             "that exception with its full traceback (for a plugin's author, or a debugger's "
-                             "post-mortem), instead of recording outcome 'error' and going on with the other claims")
+                        help="re-raise the first exception of a claim's own code, with its traceback (for a "
+                             "plugin's author)")
+    add_device_option(parser.add_argument, default=None, replay=True)
+    add_executor_options(parser.add_argument, "each claim's search")
     parser.add_argument("--threads", type=thread_count, default="auto", metavar="auto|N", help=THREADS_HELP)
-    add_containment_options(parser.add_argument, default_timeout=f"{TIMEOUT_FACTOR:g} times --budget, at least "
-                            f"{MINIMUM_TIMEOUT:g}; {EVALUATIONS_TIMEOUT:g} with --evaluations")
+    add_containment_options(parser.add_argument, default_timeout=f"{TIMEOUT_FACTOR:g} x --budget, >= "
+                            f"{MINIMUM_TIMEOUT:g} s; {EVALUATIONS_TIMEOUT:g} s with --evaluations")
 
 
 def _check_emit_target(path: str) -> Path:
@@ -135,6 +89,7 @@ def _replay(args) -> int:
     from ..falsify import emit_test, read_counterexample, replay_counterexample
     from ..falsify.records import replay_domain
     from ..falsify.run import claim_failure
+    from ..verify.domain import format_against, format_point
     from ..verify.failure import CONTAINED, mark_raised
 
     if args.ids or args.budget or args.evaluations or args.out or args.executor != "local" or args.address \
@@ -148,12 +103,12 @@ def _replay(args) -> int:
         raise InvalidParameterError(f"{args.replay}: {error}") from None
     target = _check_emit_target(args.emit_test) if args.emit_test else None
     try:
-        instance = replay_counterexample(record, device=str(resolve_device(args.device)))
+        instance = replay_counterexample(record, device=str(resolve_device(args.device or record.get("device", "cpu"))))
     except CONTAINED as error:  # the claim's own code: one line and exit 3, as a search's outcome 'error'
         if args.raise_first:
             mark_raised(error, record["id"])
             raise
-        print(f"cflbounds: error: {record['id']}: the replay's {claim_failure(error, domain).summary}",
+        print(f"cflbounds falsify: error: {record['id']}: the replay's {claim_failure(error, domain).summary}",
               file=sys.stderr)
         return EXIT_ERROR
     reproduced = instance.ratio == record["ratio"]
@@ -166,8 +121,9 @@ def _replay(args) -> int:
         from ..verify.verdict import json_safe
         print(json.dumps(json_safe(outcome), indent=2, allow_nan=False))
     else:
-        print(f"{record['id']} at {record['parameters']} (seed {record['seed']}): measured {instance.measured:.6g}, "
-              f"bound {instance.bound:.6g}, ratio {instance.ratio:.6g}; recorded ratio {record['ratio']}: "
+        measured, bound = format_against(instance.measured, instance.bound)
+        print(f"{record['id']} at {format_point(record['parameters'], domain.parameters)} (seed {record['seed']}): "
+              f"measured {measured}, bound {bound}, ratio {instance.ratio:.6g}; recorded ratio {record['ratio']}: "
               + ("reproduced exactly" if reproduced else "NOT reproduced")
               + ("" if instance.admissible else "; the instance breaks an assumption now"))
         if target:
@@ -226,11 +182,18 @@ def _searches(ids: list[str], settings: dict, args, spend: str):
             args.thread_governor.adjust()
 
 
+def results_table(results: list[dict], width: int | None = None) -> str:
+    """The table a run prints: each claim's outcome, seconds and summary (which has the
+    confirmed ratio and the point), at the terminal's width."""
+    return table(["claim", "outcome", "seconds", "summary"],
+                 [[r["id"], r["outcome"], f"{r['seconds']:.0f}", r["summary"]] for r in results], width)
+
+
 def run(args) -> int:
     from .._torch import resolve_device
     from ..falsify import DEFAULT_BUDGET, emit_test
     from ..falsify.outputs import FalsifyRecord
-    from ..verify.domain import format_ratio
+    from ..verify.progress import fit_line
 
     check_seed(args.seed)
     if not 0 < args.confidence < 1:
@@ -245,7 +208,7 @@ def run(args) -> int:
         raise InvalidParameterError(f"The '--emit-test' option needs exactly one claim (or --replay FILE); "
                                     f"got {len(ids)}: {', '.join(ids)}.")
     target = _check_emit_target(args.emit_test) if args.emit_test else None
-    device = str(resolve_device(args.device))
+    device = str(resolve_device(args.device or "auto"))
     budget = None if args.evaluations else (args.budget or DEFAULT_BUDGET)
     check_executor_options(args)
     isolation(args.isolation, args.raise_first)  # refused before any work
@@ -265,9 +228,16 @@ def run(args) -> int:
     spend = f"{args.evaluations} evaluations" if args.evaluations else f"{budget:g} s of search"
     settings = dict(seed=args.seed, budget=budget, max_evaluations=args.evaluations, device=device,
                     confidence=args.confidence)
-    for result in _searches(todo, settings, args, spend):
-        record.add(result)
-        print(f"falsify {result['id']}: {result['summary']}", file=sys.stderr, flush=True)
+    try:
+        for result in _searches(todo, settings, args, spend):
+            record.add(result)
+            print(fit_line(f"falsify {result['id']}: {result['summary']}"), file=sys.stderr, flush=True)
+    except KeyboardInterrupt:
+        done = len(record.results)
+        print(f"cflbounds falsify: interrupted; {plural(done, 'finished result')} kept in {record.path} "
+              f"(continue with the same options and --resume --out {record.directory})",
+              file=sys.stderr)
+        return 130
     record.arrange(ids)  # the order asked (Ray finishes in any order), after claims kept from a resumed run
     report = record.write_report()
     results = [result for result in record.results if result["id"] in ids]
@@ -277,9 +247,7 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(record.as_dict(), indent=2, allow_nan=False))
     else:
-        print(table(["claim", "outcome", "best ratio", "evaluations", "seconds", "summary"],
-                    [[r["id"], r["outcome"], format_ratio(r["best_ratio"]), r["evaluations"], f"{r['seconds']:.0f}",
-                      r["summary"]] for r in results], width=160))
+        print(results_table(results))
         print(f"\nresults: {record.path}\nreport:  {report}\n         {report.with_name('report.html')}")
         if target:
             print(f"test:    {target}" if results[0]["counterexample"] is not None else

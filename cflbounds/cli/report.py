@@ -1,32 +1,46 @@
 """``cflbounds report``: (re)build the PDF, the HTML report and figures from stored results."""
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 __all__ = ["add_parser", "run"]
 
-DESCRIPTION = (
-    "Rebuild a run directory's report from what it stores, without recomputing anything: for a verify run "
-    "(cflbounds verify --out DIR), report.pdf and report.html from verdicts.json (checked first) and its tables; "
-    "for a falsify run (cflbounds falsify --out DIR), report.pdf and report.html from falsify.json (checked first), "
-    "each counterexample's replay command naming DIR/counterexamples/; for a sweep store (cflbounds sweep --out DIR), "
-    "its figures and report.pdf from the stored cells. Use it after an interrupted run, or to regenerate a report "
-    "with a newer cflbounds.")
+DESCRIPTION = """\
+Rebuild a run directory's reports from what it stores, computing nothing again: report.pdf and
+report.html of a verify run (from verdicts.json) or a falsify run (from falsify.json), or a
+sweep store's figures and report.pdf. For an interrupted run, or a newer cflbounds."""
+
+EPILOG = """\
+example:
+  cflbounds report reports/20261207-101500 --markdown
+
+More: docs/verify-runs.md, docs/falsify.md."""
 
 
 def add_parser(commands) -> None:
     report = commands.add_parser(
-        "report", allow_abbrev=False, description=DESCRIPTION,
+        "report", allow_abbrev=False, description=DESCRIPTION, epilog=EPILOG,
         help="(re)build the PDF, the HTML report and figures of a verify or falsify run, or of a sweep store")
     report.add_argument("directory", type=Path, metavar="DIR",
                         help="a verify run directory (verdicts.json), a falsify run directory (falsify.json) or a "
                              "sweep store")
     report.add_argument("--markdown", action="store_true",
-                        help="print the run as a Markdown table instead, and write nothing: a verify run's "
-                             "verdicts (claim, the designed experiment's verdict, what the search of its domain "
-                             "found, the final verdict: the README's claim table) or a falsify run's results "
-                             "(claim, what the search found, its seconds, the counterexample's point: the table "
-                             "of docs/falsify.md)")
+                        help="print the run as a Markdown table instead (the README's and docs/falsify.md's), "
+                             "writing nothing")
+
+
+def _check_directory(directory: Path) -> None:
+    """One line before any work for a DIR that is not a directory: missing, or a file (a run's
+    report.pdf given for its directory)."""
+    from .._validation import InvalidParameterError
+
+    if not directory.exists():
+        raise InvalidParameterError(f"{directory} does not exist: give the directory of a verify or falsify run, or "
+                                    "a sweep store.")
+    if not directory.is_dir():
+        raise InvalidParameterError(f"{directory} is a file, not a directory: give the run directory that holds it "
+                                    f"(cflbounds report {shlex.quote(str(directory.parent))}).")
 
 
 def run(args) -> int:
@@ -36,6 +50,7 @@ def run(args) -> int:
 
     args.directory = absolute_directory(args.directory, "DIR")
 
+    _check_directory(args.directory)
     falsify_run = (args.directory / FALSIFY_RECORD).is_file()
     if args.markdown:
         from ..reports.markdown import search_table, verdict_table

@@ -1,31 +1,31 @@
 """``cflbounds sweep NAME``: a named experiment grid run into a resumable store."""
 from __future__ import annotations
 
-import argparse
 import functools
 import math
 import sys
 from pathlib import Path
 
 from .._validation import InvalidParameterError
-from ._common import (Once, add_executor_options, check_executor_options, check_seed, csv, threads_help,
+from ._common import (Once, add_device_option, add_executor_options, check_executor_options, check_seed, csv,
+                      threads_help,
                       start_executor, thread_count)
 
 __all__ = ["add_parser", "run"]
 
 DESCRIPTION = """\
-Run IFCA's success-probability experiment (Sec. 6.1, Fig. 2) over a grid of cells and store
-one Parquet file per finished cell under --out. Each cell is k clusters of m machines, each
-machine holding n points x in R^d with y = <x, theta*_j> + noise of standard deviation sigma;
-the centers theta*_j have coordinates Bernoulli(0.5) times r (variant official; paper-text
-rescales them to norm r). A trial (data seed) succeeds when one of its runs (restarts x 3 step
-sizes) ends within 0.6 sigma of the truth; a cell reports the fraction of successful trials.
+Run IFCA's success-probability experiment (Sec. 6.1, Fig. 2) over a grid of cells, one
+Parquet file per finished cell under --out. A cell is k clusters of m machines with n points
+in R^d each, noise sigma, centers at separation r; a trial succeeds when one of its runs ends
+within 0.6 sigma of the truth. By default every panel (a, b: sigma x r; c, d: m x n; k = 2 in
+a, c and 4 in b, d) runs in both variants (official: the authors' code; paper-text): about
+134,000 runs, whose size, time and memory are printed before the sweep starts."""
 
-By default every panel (a, b: noise sigma x separation r; c, d: machines m x points n; a, c
-have k = 2, b, d k = 4) runs in both variants: narrow with --panel, --variant or --k, and
-replace an axis's values with --m, --n, --d, --r or --sigma. The full protocol is about 134,000
-runs of 300 iterations; the size, a time estimate and the memory a cell needs are printed
-before it starts."""
+EPILOG = """\
+example:
+  cflbounds sweep ifca-fig2 --panel a --trials 4  # a quick look
+
+More: docs/sweeps.md (the protocol, resuming, Ray)."""
 
 _STORE = "reports/sweeps/<name>/"
 
@@ -34,7 +34,7 @@ def add_parser(commands) -> None:
     from ..sweeps.ifca_fig2 import PANELS, PROTOCOL, VARIANTS
 
     sweep = commands.add_parser("sweep", allow_abbrev=False, help="run a named experiment grid into a resumable store",
-                                description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+                                description=DESCRIPTION, epilog=EPILOG)
     sweep.add_argument("name", choices=("ifca-fig2",), help="the experiment: ifca-fig2 (IFCA Fig. 2)")
     option = functools.partial(sweep.add_argument, action=Once)
     option("--panel", type=csv(str), default=list(PANELS), metavar="P[,P...]",
@@ -42,14 +42,13 @@ def add_parser(commands) -> None:
     option("--variant", type=csv(str), default=list(VARIANTS), metavar="V[,V...]",
            help="protocol variants, among official,paper-text (default: both)")
     option("--k", type=csv(int), metavar="K[,K...]",
-           help="run only the selected panels with this many clusters: 2 (panels a, c) or 4 (b, d)")
+           help="only the panels with this many clusters: 2 (a, c) or 4 (b, d)")
     axes = {"m": (int, "number of machines"), "n": (int, "points per machine"),
             "d": (int, "dimension of x and of the models"),
             "r": (float, "separation scale of the centers (Fig. 2's R)"),
             "sigma": (float, "noise standard deviation")}
-    for axis, (kind, meaning) in axes.items():
-        option(f"--{axis}", type=csv(kind), metavar=f"{axis.upper()}[,...]",
-               help=f"{meaning}: values replacing the selected panels' grid or fixed value")
+    for axis, (kind, meaning) in axes.items():  # a grid's axis or a panel's fixed value, replaced
+        option(f"--{axis}", type=csv(kind), metavar=f"{axis.upper()}[,...]", help=f"{meaning}: these values")
     option("--trials", type=int, metavar="N", help=f"data seeds per cell (protocol: {PROTOCOL['trials']})")
     option("--restarts", type=int, metavar="N",
            help=f"random initialisations per step size (protocol: {PROTOCOL['restarts']})")
@@ -57,17 +56,15 @@ def add_parser(commands) -> None:
     option("--dtype", choices=("float32", "float64"), help=f"floating point type of the runs (protocol: "
                                                            f"{PROTOCOL['dtype']})")
     sweep.add_argument("--shared-inits", action="store_true",
-                       help="reuse the same initialisations for every data seed, as the authors' code does")
+                       help="the same initialisations for every data seed, as the authors' code")
     option("--seed", type=int, default=0, metavar="S",
-           help="the sweep's seed: every trial's data and runs derive from it and the cell (default 0)")
+           help="the sweep's seed, from which every trial's derives (default 0)")
     option("--out", type=Path, metavar="DIR", help=f"store directory (default: {_STORE})")
     sweep.add_argument("--resume", action="store_true",
-                       help="continue the sweep stored in --out: skip its finished cells (same settings required)")
-    add_executor_options(option, "one task per cell; the stored rows are the local run's")
-    option("--device", choices=("auto", "cpu", "cuda"), default="auto",
-           help="where the runs compute: auto = CUDA when present, else CPU (default: auto)")
-    option("--threads", type=thread_count, default="auto", metavar="auto|N",
-           help=threads_help("when the sweep starts and at each batch of trials"))
+                       help="continue the sweep stored in --out: skip its finished cells")
+    add_executor_options(option, "each cell")
+    add_device_option(option)
+    option("--threads", type=thread_count, default="auto", metavar="auto|N", help=threads_help("per batch"))
 
 
 def run(args) -> int:

@@ -1,7 +1,6 @@
 """``cflbounds verify``: check claims against measurements (the main job)."""
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import textwrap
@@ -10,9 +9,10 @@ from pathlib import Path
 
 from .._files import absolute_directory
 from .._validation import InvalidParameterError
-from ._common import (MAX_EVALUATIONS, MAX_SECONDS, THREADS_HELP, add_containment_options, add_executor_options,
-                      check_executor_options, check_seed, claim_timeout, exit_status, isolation, non_negative,
-                      start_executor, table, thread_count)
+from .._words import plural
+from ._common import (MAX_EVALUATIONS, MAX_SECONDS, THREADS_HELP, add_containment_options, add_device_option,
+                      add_executor_options, check_executor_options, check_seed, claim_timeout, exit_status, isolation,
+                      non_negative, start_executor, table, terminal_width, thread_count)
 
 __all__ = ["add_parser", "run"]
 
@@ -21,100 +21,77 @@ SMOKE_NOTE = ("smoke scale: small problems (inside each theorem's assumptions) a
 
 
 def _scale_help() -> str:
-    from ..verify.context import SCALE_DESCRIPTIONS
+    """``--scale``'s help: each scale with what the whole run took when measured."""
     from ..verify.costs import claim_costs, lower_bound_claims, rough_duration
-    from ..verify.run import implemented_claims
 
-    parts = []
-    for scale, description in SCALE_DESCRIPTIONS.items():
+    def cost(scale: str) -> str:
         costs = claim_costs(scale)
-        measured = [claim for claim in implemented_claims() if claim in costs]
-        stopped = lower_bound_claims(scale) & set(measured)
-        total = ("more than " if stopped else "") + rough_duration(sum(costs[c] for c in measured))
-        cost = (f"{len(measured)} claims took {total} when measured" + (f" ({len(stopped)} stopped at a time "
-                f"limit)" if stopped else "") if measured else "not measured yet")
-        parts.append(f"{scale}: {description}; {cost}")
-    return "; ".join(parts) + " (per claim and how it was measured: below). Default: the scale named default"
+        if not costs:
+            return "not measured yet"
+        return ("more than " if lower_bound_claims(scale) & set(costs) else "") + rough_duration(sum(costs.values()))
+
+    return (f"smoke (tiny problems), default (the default) or paper (the papers' sizes); their claims took "
+            f"{cost('smoke')}, {cost('default')} and {cost('paper')} (per claim: cflbounds claims --costs)")
 
 
-def _cost_epilog() -> str:
-    from ..verify.context import SCALES
-    from ..verify.costs import cost_cell, measurement_text
-    from ..verify.run import implemented_claims
+DESCRIPTION = """\
+Check claims against measurements (each claim's designed experiment, then a search of its
+domain if it declares one): a verdict per claim as it finishes, then a table; the run
+directory gets verdicts.json, tables/, report.pdf and report.html."""
 
-    rows = [[claim, *(cost_cell(claim, s) for s in SCALES)] for claim in implemented_claims()]
-    about = ("Seconds per claim, measured with the claims run in this order in one process, as verify runs them (a "
-             "claim run alone may take longer where it shares an experiment with an earlier one), or each claim "
-             "alone where that scale says so ('>S': stopped after S seconds), from "
-             "cflbounds/verify/claim_costs.json, written by benchmarks/measure_claim_costs.py:")
-    lines = [textwrap.fill(about, 100)] + [textwrap.fill(f"{scale}: {measurement_text(scale)}", 100, initial_indent="  ",
-                                                         subsequent_indent="    ") for scale in SCALES]
-    return ("\n".join(lines) + "\n\n" + table(["claim", *(f"{s} (s)" for s in SCALES)], rows)).replace("%", "%%")
+EPILOG = """\
+example:
+  cflbounds verify 'IFCA.*' --scale smoke    # IFCA's claims in about a minute
+
+Exit status: 0 done, 1 a claim violated with --strict, 2 bad usage, 3 a claim's own code
+failed, 74 an output could not be written, 130 interrupted. More: docs/verify-runs.md
+(progress, outputs, resuming, costs)."""
 
 
 def add_parser(commands) -> None:
+    from ..falsify.judge import SEARCH_PLANS
     from ..verify.context import SCALES
     from ..verify.run import CLAIM_TIMEOUTS
 
-    verify = commands.add_parser(
-        "verify", allow_abbrev=False, help="check claims against measurements (the main job)",
-        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_cost_epilog(),
-        description=textwrap.fill(
-            "Check claims against measurements. Progress goes to stderr: on a terminal one live line (claims done, "
-            "the claim running, elapsed, ETA) with each verdict printed as its claim finishes; elsewhere one line "
-            "per finished claim. Each verdict is written to DIR/verdicts.json as its claim finishes, so a stopped "
-            "run keeps them (continue it with --resume).", 100))
+    verify = commands.add_parser("verify", allow_abbrev=False, help="check claims against measurements (the main job)",
+                                 description=DESCRIPTION, epilog=EPILOG)
     verify.add_argument("ids", nargs="*", metavar="ID",
                         help="claim IDs or patterns such as 'MGD.*' (default: every implemented claim)")
-    verify.add_argument("--scale", choices=SCALES, default="default", help=_scale_help())
-    verify.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
-                        help="where the torch runs go: auto = CUDA when present, else CPU (default: auto); CUDA "
-                             "sums in other orders than the CPU, so its verdicts may differ in the last digits")
-    add_executor_options(verify.add_argument, "every claim one task, all at once, and each sweep cell inside a "
-                                              "claim (IFCA.F2's Fig. 2 sweep) a task of its own; the verdicts and "
-                                              "evidence are the local run's")
+    verify.add_argument("--scale", choices=SCALES, default="default", metavar="SCALE", help=_scale_help())
+    add_device_option(verify.add_argument)
     verify.add_argument("--seed", type=int, default=0,
-                        help="root seed, an int in [0, 2^63 - 1]: every trial's seed is spawned from it, so the same "
-                             "seed, scale, device and version give the same verdicts (default: 0)")
-    from ..falsify.judge import SEARCH_PLANS
-
+                        help="root seed of every trial (default 0): the same seed, scale, device and version give "
+                             "the same verdicts")
     searching = verify.add_mutually_exclusive_group()
-    searching.add_argument("--search", type=non_negative(float, maximum=MAX_SECONDS), metavar="SECONDS",
-                           help="after a claim's designed experiment, search its admissible domain (claims that "
-                                "declare one: `cflbounds claims`) for this many seconds, as `cflbounds falsify "
-                                "--budget` does; a confirmed counterexample makes the verdict 'violated' (shown "
-                                "beside the designed experiment's own result; a claim the designed experiment already "
-                                "found violated is not searched: `cflbounds falsify` searches it; a claim with no designed "
-                                "experiment is judged by its search alone). A time budget reaches further on a "
-                                "faster machine; 0: no search. Default: at least N evaluations and at least S seconds "
-                                "per claim, whichever takes longer, by scale (" + ", ".join(
-                                    f"{scale} {count} and {seconds:g} s" for scale, (count, seconds)
-                                    in SEARCH_PLANS.items()) + ")")
-    searching.add_argument("--search-evaluations", type=non_negative(int, maximum=MAX_EVALUATIONS), metavar="N",
-                           help="the search as a number of evaluations per claim instead, so the verdicts depend "
-                                "only on the seed, scale, device and version, not on the machine's speed (0: no "
-                                "search)")
-    verify.add_argument("--out", metavar="DIR",
-                        help="run directory for verdicts.json, tables/, report.pdf, report.html (default: reports/<date-time>/); "
-                             "checked to be a writable directory before any work, with no symbolic link where the "
-                             "run writes (nothing is written outside it), and refused if it holds an earlier run "
-                             "unless --resume is given")
+    searching.add_argument("--search-evaluations", type=non_negative(int, maximum=MAX_EVALUATIONS),
+                           metavar="N",
+                           help="each domain's search: N evaluations alone, whatever the machine's speed (0: none)")
+    searching.add_argument("--search", type=non_negative(float, maximum=MAX_SECONDS),
+                           metavar="SECONDS",
+                           help="each domain's search: this many seconds alone (0: none); default: at least " + ", ".join(
+                               f"{scale} {count}/{seconds:g} s" for scale, (count, seconds) in SEARCH_PLANS.items())
+                           + " evaluations/seconds, whichever takes longer")
+    verify.add_argument("--out", metavar="DIR", help="run directory (default: reports/<date-time>/)")
     verify.add_argument("--resume", action="store_true",
-                        help="continue the run in --out DIR: keep its verdicts (and the finished configurations of "
-                             "a long claim) and check only the rest; refused if DIR was made with another scale, "
-                             "seed, device or cflbounds version")
-    verify.add_argument("--json", action="store_true",
-                        help="print verdicts.json's content (run metadata and verdicts) on stdout, not the table")
-    verify.add_argument("--strict", action="store_true",
-                        help="exit 1 if a claim is violated (exit 3, for a claim whose own code failed, comes first)")
+                        help="continue the run in --out DIR: keep its verdicts")
+    verify.add_argument("--json", action="store_true", help="print verdicts.json on stdout instead of the table")
+    verify.add_argument("--strict", action="store_true", help="exit 1 if a claim is violated")
     verify.add_argument("--raise", dest="raise_errors", action="store_true",
-                        help="stop at the first claim whose own code (check or bound) raises, with its traceback, "
-                             "instead of giving it the verdict 'error' and checking the others (for a plugin "
-                             "author; nothing of that claim is written; the claims run in this process)")
+                        help="stop at the first claim whose own code raises, with its traceback (for a plugin's "
+                             "author)")
+    add_executor_options(verify.add_argument, "each claim")
     verify.add_argument("--threads", type=thread_count, default="auto", metavar="auto|N", help=THREADS_HELP)
-    add_containment_options(verify.add_argument, default_timeout=", ".join(
-        f"{scale} {seconds:g}" for scale, seconds in CLAIM_TIMEOUTS.items()) + " by scale")
+    add_containment_options(verify.add_argument, default_timeout="/".join(
+        f"{seconds:g}" for seconds in CLAIM_TIMEOUTS.values()) + " s by scale")
 
+
+def verdict_table(verdicts: list[dict], width: int | None = None) -> str:
+    """The table a run prints: each claim's verdict, trials, seconds and its summary's first
+    clause (the whole summary is the report's), at the terminal's width."""
+    from ..reports.content import headline
+
+    return table(["claim", "verdict", "trials", "seconds", "summary"],
+                 [[v["id"], v["verdict"], v["trials"], f"{v['seconds']:.1f}", headline(v)] for v in verdicts], width)
 
 
 def _search_plan(args):
@@ -149,7 +126,6 @@ def run(args) -> int:
     from ..reports.outputs import write_report
     from ..verify.context import VerifyContext
     from ..verify.costs import claim_costs
-    from ..verify.checkpoints import check_checkpoints
     from ..verify.progress import run_display
     from ..verify.record import RunRecord
     from ..verify.run import CLAIM_TIMEOUTS, expand_claim_ids, implemented_claims, verify_claims
@@ -158,8 +134,6 @@ def run(args) -> int:
     check_seed(args.seed)
     if args.resume and args.out is None:
         raise InvalidParameterError("The '--resume' option needs --out DIR, the directory of the run to continue.")
-    if args.resume:  # a damaged or crafted checkpoint is the run directory's fault: said now, in one line
-        check_checkpoints(args.out)
     ids = expand_claim_ids(args.ids) if args.ids else implemented_claims()
     check_executor_options(args)
     where, limit = isolation(args.isolation, args.raise_errors), claim_timeout(args, CLAIM_TIMEOUTS[args.scale])
@@ -177,7 +151,7 @@ def run(args) -> int:
                       display=run_display(costs=claim_costs(args.scale)), raise_errors=args.raise_errors,
                       search=search, isolation=where, timeout=limit)
     except KeyboardInterrupt:
-        print(f"cflbounds: interrupted; the {len(record.verdicts)} finished verdicts are kept in {record.path} "
+        print(f"cflbounds verify: interrupted; {plural(len(record.verdicts), 'finished verdict')} kept in {record.path} "
               f"(continue with the same options and --resume --out {record.directory})", file=sys.stderr)
         return 130
     if args.executor == "ray":  # claims finished in any order; the record lists them as asked
@@ -188,15 +162,15 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(record.as_dict(), indent=2, allow_nan=False))
     else:
-        print(table(["claim", "verdict", "trials", "seconds", "summary"],
-                    [[v["id"], v["verdict"], v["trials"], f"{v['seconds']:.1f}", v["summary"]] for v in verdicts],
-                    width=160))
+        print(verdict_table(verdicts))
         if args.scale == "smoke":
-            print(f"\n{SMOKE_NOTE}")
-        print(f"\nverdicts: {record.path}\nreport:   {report}\n          {report.with_name('report.html')}\n"
+            print("\n" + textwrap.fill(SMOKE_NOTE, terminal_width()))
+        print("\n" + textwrap.fill("Each claim's whole summary, its evidence and figures are in the report.",
+                                   terminal_width()))
+        print(f"verdicts: {record.path}\nreport:   {report}\n          {report.with_name('report.html')}\n"
               f"tables:   {record.directory / 'tables'}")
     errors = [v for v in verdicts if v["verdict"] == "error"]
     for verdict in errors:
-        print(f"cflbounds: {verdict['id']}: error: {verdict['summary']} (traceback: {record.path}, its details; "
+        print(f"cflbounds verify: error: {verdict['id']}: {verdict['summary']} (traceback: {record.path}, its details; "
               "--raise stops there instead)", file=sys.stderr)
     return exit_status([v["verdict"] for v in verdicts], strict=args.strict)

@@ -12,8 +12,9 @@ searches it). So ``verify`` and ``falsify`` never give one claim two answers.
 
 The verdict keeps both readings: ``designed`` (the designed experiment's own verdict and
 summary) and ``search`` (outcome, best ratio, evaluations, the counterexample and its
-confirmation, the coverage statement); its summary says both when they differ
-("designed experiment: vacuous (...); search: violated at ...").
+confirmation, the coverage statement); its summary says both, the deciding one first when they
+differ ("search: violated: measured/allowed 4.06 [3.2, 5.1] at ...; designed experiment:
+vacuous (...)").
 
 A claim may have no designed experiment at all: the short form ``Claim(id, statement,
 bound=..., domain=...)``. Its domain is then the whole claim, and its verdict is the search's
@@ -43,7 +44,7 @@ from ..verify.context import SCALE_OPTION, VerifyContext
 from ..verify.registry import claims
 from ..verify.run import verify_claims
 from ..verify.verdict import Verdict, strongest
-from .run import falsify_claim, result_summary
+from .run import falsify_claim
 
 __all__ = ["MIN_COVERAGE_POINTS", "SEARCH_PLANS", "SearchPlan", "default_plan", "domain_verdict", "judge",
            "searched_verdict"]
@@ -118,7 +119,7 @@ def search_record(result: dict) -> dict:
     kept = ("outcome", "best_ratio", "evaluations", "seed", "device", "rule", "counterexample",
             "confirmation", "coverage", "error")
     record = {key: result.get(key) for key in kept}
-    record.update(id=result["id"], summary=result_summary(result, timed=False))
+    record.update(id=result["id"], summary=result["summary"])  # one short line, no wall time
     if result.get("search", {}).get("best") is not None:
         record["best"] = {key: result["search"]["best"].get(key) for key in ("parameters", "seed", "ratio")}
     return record
@@ -135,7 +136,9 @@ def domain_verdict(claim, result: dict | None, context: VerifyContext) -> Verdic
     word = ({"violated": "violated", "error": "error"}.get(outcome)
             or ("holds" if admissible >= MIN_COVERAGE_POINTS else "inconclusive"))
     reason = (f"; only {admissible} admissible coverage points, fewer than the {MIN_COVERAGE_POINTS} a statement "
-              "needs" if word == "inconclusive" else "")
+              "needs" if word == "inconclusive" else
+              f"; coverage: {coverage['statement']}" if word == "holds" and coverage.get("statement") else "")
+    # (a search's own summary leaves the coverage to its fields: here it is what 'holds' rests on)
     evidence = {"search_evaluations": result["evaluations"], "search_violated": int(outcome == "violated"),
                 "search_best_ratio": result["best_ratio"], "coverage_admissible": admissible}
     if coverage.get("volume_bound") is not None:
@@ -145,7 +148,7 @@ def domain_verdict(claim, result: dict | None, context: VerifyContext) -> Verdic
         details.update({f"error_{key}": value for key, value in result["error"].items()})
     confidence = (result["confirmed"] or {}).get("confidence") if outcome == "violated" else coverage.get("confidence")
     return Verdict(claim.id, word, evidence, context.seed, int(result["evaluations"]), float(confidence or 0.0),
-                   f"{word}: search: {result_summary(result, timed=False)}{reason}", plot=[search_figure(claim.id, result)],
+                   f"{word}: search: {result['summary']}{reason}", plot=[search_figure(claim.id, result)],
                    details=details, search=search_record(result))
 
 
@@ -175,9 +178,9 @@ def searched_verdict(designed: Verdict, result: dict) -> Verdict:
     evidence = {**designed.evidence, "search_evaluations": result["evaluations"],
                 "search_violated": int(outcome == "violated"),
                 "search_best_ratio": result["best_ratio"]}
-    reading = f"search: {result_summary(result, timed=False)}"
-    summary = (f"{designed.summary}; {reading}" if final == designed.verdict else
-               f"designed experiment: {designed.verdict} ({designed.summary}); {reading}")
+    reading = f"search: {result['summary']}"  # short, no wall time: the rest is in ``search``
+    summary = (f"{designed.summary}; {reading}" if final == designed.verdict else  # the deciding reading first
+               f"{reading}; designed experiment: {designed.verdict} ({designed.summary})")
     details = dict(designed.details)
     if outcome == "error" and result.get("error"):
         details.update({f"error_{key}": value for key, value in result["error"].items()})

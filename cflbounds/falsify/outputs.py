@@ -49,7 +49,8 @@ from .._files import atomic_write, atomic_write_text, open_run_directory
 from .._read_json import check_unique_ids, read_json
 from .._schemas import FALSIFY_FILE
 from .._validation import InvalidParameterError
-from ..verify.domain import format_ratio
+from ..verify.domain import format_against, format_point, format_ratio
+from ..verify.registry import domain_parameters
 from ..verify.verdict import json_safe
 from .records import counterexample_file, write_counterexample
 from .run import OUTCOMES, result_summary
@@ -258,20 +259,6 @@ def falsify_command(claim_id: str, metadata: dict) -> str:
     return shlex.join(parts)  # each argument quoted: the ID and the seed come from the run's files
 
 
-def _headline(result: dict, example: dict) -> str:
-    """Page 1's line of a result: the confirmed ratio and where (the summary's first clause
-    prints the point as a dict)."""
-    if result.get("error"):
-        return str(result["summary"])
-    from ..reports.content import format_value  # matplotlib only where a report is written
-
-    confirmed = result.get("confirmed")
-    where = ", ".join(f"{name} = {format_value(value)}" for name, value in (example.get("parameters") or {}).items())
-    ratio = f"confirmed measured/allowed {format_ratio(_number(confirmed['ratio']))}" if confirmed else \
-        "no admissible point"
-    return ratio + (f" at {where}" if where else "")
-
-
 def report_entry(result: dict, statement: str, directory=None) -> dict:
     """``result`` as the verdict-like dict both reports lay out (one claim's section): the
     search figure with the coverage statement under it, the confirmation on fresh seeds, the
@@ -300,17 +287,20 @@ def report_entry(result: dict, statement: str, directory=None) -> dict:
         evidence.update({"coverage points (admissible, violating)": f"{coverage['points']} ({coverage['admissible']}, "
                                                                      f"{coverage['violating']})",
                          f"coverage volume bound ({coverage['confidence']:.0%})": coverage["volume_bound"]})
-    point = None
+    point, parameters = None, domain_parameters(result["id"])
     if example:
-        values = {**(example.get("parameters") or {}), "instance seed": example.get("seed"),
-                  "measured": example.get("measured"), "bound": example.get("bound")}
+        from ..reports.content import point_coordinates  # matplotlib only where a report is written
+
+        measured, bound = format_against(_number(example.get("measured")), _number(example.get("bound")))
+        values = {**point_coordinates(example.get("parameters"), result["id"]),
+                  "instance seed": example.get("seed"), "measured": measured, "bound": bound}
         point = {"title": "Counterexample" if result["counterexample"] else "The search's best point", "values": values}
     details = {**({"raw best (one seed)": _raw_text(result["raw_best"])} if result.get("raw_best") else {}),
                **(example.get("details") or {})}
     if search.get("shrink"):
         shrunk = search["shrink"]
-        details["shrunk point"] = (f"{shrunk['parameters']}: {'reported' if shrunk['accepted'] else 'not reported'}, "
-                                   f"{shrunk['reason']}")
+        details["shrunk point"] = (f"{format_point(shrunk['parameters'], parameters)}: "
+                                   f"{'reported' if shrunk['accepted'] else 'not reported'}, {shrunk['reason']}")
     if confirmation:
         details.update({"confirmation": confirmation.get("summary"), "confirmation quantity": confirmation["quantity"]})
     replay = counterexample_file(directory, result["id"]) if directory is not None else None
@@ -321,14 +311,12 @@ def report_entry(result: dict, statement: str, directory=None) -> dict:
         details.update({f"error_{key}": result["error"][key] for key in ("stage", "kind", "message", "where")})
         if result["error"].get("traceback"):
             details["error_traceback"] = result["error"]["traceback"]
-    try:  # the point is in the table under the figures, the coverage under the search: said once
-        where = {"Counterexample": "at the counterexample (below)", "The search's best point": "at the search's best "
-                 "point (below)"}.get(point["title"]) if point else None
-        summary = result_summary(result, where=where, coverage=False)
+    try:
+        summary = result_summary(result, parameters)
     except (KeyError, TypeError):  # a falsify.json of an earlier version: its own words
         summary = result["summary"]
     return {"id": result["id"], "verdict": result["outcome"], "summary": summary,
-            "headline": _headline(result, example), "statement": statement,
+            "statement": statement,
             "trials": confirmation["trials"] if confirmation else None,
             "confidence": confirmation["confidence"] if confirmation else None, "seed": result["seed"],
             "seconds": result["seconds"], "plot": plots, "point": point,

@@ -47,7 +47,7 @@ from .._read_json import JSONProblem, parse_json
 from .._validation import InvalidParameterError
 from ..verify.context import VerifyContext
 from ..verify.contract import checked_evaluate
-from ..verify.domain import format_against, format_ratio
+from ..verify.domain import format_point, format_ratio
 from ..verify.failure import CONTAINED, ClaimFailure, ContractError, declaring_root, describe_failure, mark_raised
 from ..verify.guards import ClaimTimeout, guarded, user_interrupted
 from ..verify.registry import get_claim
@@ -136,7 +136,7 @@ def falsify_domain(domain, *, claim_id: str = "this claim", seed: int = 0, budge
     finally:  # what the search found, also when the claim's code failed part way
         _summarise_search(domain, found, result)
     result["seconds"] = time.monotonic() - started
-    result["summary"] = result_summary(result)
+    result["summary"] = result_summary(result, domain.parameters)
     return result
 
 
@@ -260,42 +260,34 @@ def _summarise_search(domain, found: SearchResult, result: dict) -> None:
         result["best_ratio"] = result["confirmed"]["ratio"]
 
 
-def result_summary(result: dict, where: str | None = None, coverage: bool = True, timed: bool = True) -> str:
-    """A result in a sentence (its ``summary``): the outcome, the confirmed ratio ``where``
-    (default: at the point's parameters), the confirmation, the raw best, what was spent (its
-    seconds only if ``timed``: a verdict's summary holds what the seed decides) and, with
-    ``coverage``, what the coverage phase rules out (the report says it under its figure and
-    names the point in a table)."""
-    spent = f"{result['evaluations']} evaluations" + (f", {result['seconds']:.0f} s" if timed else "")
+def result_summary(result: dict, parameters=None) -> str:
+    """A result in one short line (its ``summary``): the outcome, the confirmed measured/allowed
+    with its interval, and the point in the digits that matter (:func:`format_point`, against
+    the domain's ``parameters`` when given). The rest is in the result's fields, which the
+    reports show as tables: the confirmation's own numbers (``confirmation``), the instance's
+    seed and measured against bound (``counterexample``), the raw best (``raw_best``), what
+    the search spent and what it rules out (``coverage``)."""
     if result["outcome"] == OUTCOMES[2]:
-        error = result["error"]
-        return f"error: {_failure_line(error)} (after {spent})"
+        return f"error: {_failure_line(result['error'])} (after {result['evaluations']} evaluations)"
     confirmed = result["confirmed"]
     if result["outcome"] == OUTCOMES[0]:
-        example, confirmation = result["counterexample"], result["confirmation"]
-        left_out = (f"; {confirmation['inadmissible']} fresh instances inadmissible and left out"
-                    if confirmation["inadmissible"] else "")
-        measured, bound = format_against(example["measured"], example["bound"])
-        where = where or f"at {example['parameters']}"
-        return (f"violated: {where} measured/allowed {confirmed_ratio_text(confirmed)} "
-                f"({confirmation['summary']}{left_out}); at its seed measured {measured} > bound {bound} (ratio "
-                f"{format_ratio(example['ratio'])}) ({spent})")
-    covered = f"; coverage: {result['coverage']['statement']}" if coverage and result["coverage"] else ""
+        point = format_point(result["counterexample"]["parameters"], parameters)
+        return f"violated: measured/allowed {confirmed_ratio_text(confirmed)} at {point}"
     if confirmed is None:
-        return f"no counterexample found: no admissible point was evaluated ({spent}){covered}"
-    raw = result["raw_best"]
-    counts = f", {raw['exceedances']} exceedances in {raw['trials']} trials" if "exceedances" in raw else ""
-    where = where or "at the search's best point"
-    return (f"no counterexample found: {where} measured/allowed {confirmed_ratio_text(confirmed)}"
-            f" (at its one seed {format_ratio(raw['ratio'])}{counts}) ({spent}){covered}")
+        return "no counterexample found: no admissible point was evaluated"
+    best = (result.get("search") or {}).get("best") or {}
+    at = f" at {format_point(best['parameters'], parameters)}" if best.get("parameters") else ""
+    return f"no counterexample found: best measured/allowed {confirmed_ratio_text(confirmed)}{at}"
 
 
 def confirmed_ratio_text(confirmed: dict) -> str:
-    """A confirmed ratio with its interval, as every summary prints it (:func:`format_ratio`)."""
+    """A confirmed ratio with its interval, as every summary prints it (:func:`format_ratio`):
+    ``1.25 [1.1, 1.4]``, or for a deterministic bound (nothing estimated) the largest over the
+    fresh instances, ``1.25 (largest of 20)``."""
     ratio, (low, high) = format_ratio(confirmed["ratio"]), (format_ratio(end) for end in confirmed["interval"])
-    if confirmed["confidence"] == 1.0:  # a deterministic bound: nothing is estimated
-        return f"{ratio} (the largest of {confirmed['trials']} fresh instances; range [{low}, {high}])"
-    return f"{ratio} [{low}, {high}] ({confirmed['confidence']:.0%} interval, {confirmed['trials']} fresh trials)"
+    if confirmed["confidence"] == 1.0:
+        return f"{ratio} (largest of {confirmed['trials']})"
+    return f"{ratio} [{low}, {high}]"
 
 
 def _failure_line(error: dict) -> str:

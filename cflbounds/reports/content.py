@@ -19,12 +19,16 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..verify.verdict import figure_specs
+from .._words import first_clause
+from ..verify.domain import format_against, format_coordinate, format_point
+from ..verify.registry import domain_parameters
+from ..verify.verdict import PRECEDENCE, figure_specs
 from .figures import has_plot_content, single_value, spec_problem
 
 __all__ = ["VERDICT_COLORS", "VERDICT_ORDER", "Paragraph", "Code", "Plot", "Table", "ClaimEntry", "ClaimLine",
            "RunSummary", "claim_entry", "entries_of", "with_evidence_shown", "run_summary", "format_value", "anchor",
-           "verify_command", "replay_code", "REPLAY", "shortened", "SHOWN_TEXT"]
+           "verify_command", "replay_code", "REPLAY", "shortened", "SHOWN_TEXT", "headline", "point_coordinates",
+           "severity", "detail_text"]
 
 VERDICT_COLORS = {
     "holds": "#8fd19e",
@@ -38,9 +42,10 @@ VERDICT_COLORS = {
     "error": "#c39bd3",  # the claim's own code failed: not judged
     "no counterexample found": "#aed6f1",  # cflbounds falsify: the search and its confirmation found none
 }
-# DESIGN.md's precedence, most serious first: the counts on page 1 read in this order
-VERDICT_ORDER = ("error", "violated", "rate-inconsistent", "vacuous", "unsatisfiable", "inconclusive", "holds",
-                 "rate-consistent", "no counterexample found", "not-implemented")
+# the verdicts' precedence (PRECEDENCE), most serious first, with falsify's outcome among them: the counts on
+# page 1 read in this order, and sorting the HTML table by verdict follows it
+VERDICT_ORDER = (*PRECEDENCE[:PRECEDENCE.index("rate-consistent") + 1], "no counterexample found",
+                 *PRECEDENCE[PRECEDENCE.index("rate-consistent") + 1:])
 ESSENTIAL_ASSUMPTIONS = 3  # assumption rows always shown: every failing one, then the tightest up to this many
 ESSENTIAL_EVIDENCE = 24  # evidence always shown: the claim's first quantities (it lists the deciding ones first)
 _COMMAND_DETAILS = ("replay",)  # details that are commands: shown as code, not as a table cell
@@ -150,6 +155,12 @@ class RunSummary:
     lines: list
 
 
+def severity(verdict: str) -> int:
+    """Where ``verdict`` stands in :data:`VERDICT_ORDER` (0: the most serious); a word it does
+    not know comes after every one it knows."""
+    return VERDICT_ORDER.index(verdict) if verdict in VERDICT_ORDER else len(VERDICT_ORDER)
+
+
 def format_value(value) -> str:
     """Numbers to 4 significant digits (integers exactly; inf and nan by name), None as a dash,
     lists per item."""
@@ -165,6 +176,17 @@ def format_value(value) -> str:
         shown = ", ".join(format_value(v) for v in value[:4])
         return f"[{shown}, … ({len(value)} values)]" if len(value) > 4 else f"[{shown}]"
     return str(value)
+
+
+def detail_text(value) -> str:
+    """A detail as a reader reads it: text as it is, numbers by :func:`format_value`, a mapping
+    as ``name: value; ...`` and a list as ``a, b, c`` (never a Python repr with its braces and
+    quotes)."""
+    if isinstance(value, dict):
+        return "; ".join(f"{name}: {detail_text(item)}" for name, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return ", ".join(detail_text(item) for item in value)
+    return value if isinstance(value, str) else format_value(value)
 
 
 def anchor(claim_id: str) -> str:
@@ -212,9 +234,10 @@ SMOKE_SETTING = (" (small problems and short searches, for a quick look: the def
                  "reference)")
 
 
-def _headline(summary: str) -> str:
-    """The summary's first clause (up to its first ';'), the rest being the claim's page's."""
-    return str(summary or "").split(";")[0].strip()
+def headline(verdict: dict) -> str:
+    """A verdict's line in a table of claims: its ``headline`` if it has one, else its summary's
+    first clause (:func:`~cflbounds._words.first_clause`)."""
+    return first_clause(verdict.get("headline") or verdict.get("summary"))
 
 
 def run_summary(verdicts: list[dict], title: str, metadata: dict | None, generated) -> RunSummary:
@@ -240,10 +263,9 @@ def run_summary(verdicts: list[dict], title: str, metadata: dict | None, generat
     if metadata.get("command"):
         settings.append(("command", shlex.join(str(word) for word in metadata["command"])))
     counts = Counter(v.get("verdict", "") for v in verdicts)
-    ordered = sorted(counts.items(), key=lambda item: (VERDICT_ORDER.index(item[0]) if item[0] in VERDICT_ORDER
-                                                       else len(VERDICT_ORDER), item[0]))
+    ordered = sorted(counts.items(), key=lambda item: (severity(item[0]), item[0]))
     lines = [ClaimLine(str(v.get("id", "")), str(v.get("verdict", "")),
-                       _headline(v.get("headline") or v.get("summary")), str(v.get("id", "")).split(".")[0],
+                       headline(v), str(v.get("id", "")).split(".")[0],
                        anchor(v.get("id", ""))) for v in verdicts]
     return RunSummary(title, settings, ordered, lines)
 
@@ -312,8 +334,15 @@ def _error_blocks(details: dict) -> list:
     return blocks
 
 
-def _point(parameters: dict) -> str:
-    return ", ".join(f"{name} = {format_value(value)}" for name, value in (parameters or {}).items())
+def _point(parameters: dict, claim_id) -> str:
+    """A point of ``claim_id``'s domain in the digits that matter (:func:`format_point`)."""
+    return format_point(parameters or {}, domain_parameters(str(claim_id)))
+
+
+def point_coordinates(parameters: dict, claim_id) -> dict:
+    """A point's coordinates as text, each in the digits that matter (:func:`format_coordinate`)."""
+    ends = {p.name: (p.low, p.high) for p in domain_parameters(str(claim_id)) or ()}
+    return {name: format_coordinate(value, ends.get(name, ())) for name, value in (parameters or {}).items()}
 
 
 def _point_table(title: str, values: dict, rows: list | None = None) -> Table:
@@ -338,7 +367,7 @@ def _search_blocks(verdict: dict) -> list:
         lines.append(f"search: {search.get('outcome', '')} — {search['reason']}")
         return [Paragraph("\n".join(lines), title="Verdict", role="lead")]
     example = search.get("counterexample")
-    found = f" at {_point(example.get('parameters'))}" if example and example.get("parameters") else ""
+    found = f" at {_point(example.get('parameters'), verdict.get('id'))}" if example and example.get("parameters") else ""
     counts = [f"best measured/allowed {format_value(search.get('best_ratio'))}" if search.get("best_ratio") is not None
               else "", f"{format_value(search.get('evaluations'))} evaluations" if search.get("evaluations") is not None
               else "", f"{float(search['seconds']):.1f} s" if search.get("seconds") is not None else ""]
@@ -346,8 +375,10 @@ def _search_blocks(verdict: dict) -> list:
                  + (f"; coverage: {search['coverage']['statement']}" if search.get("coverage") else ""))
     blocks = [Paragraph("\n".join(lines), title="Verdict", role="lead")]  # the summary, reading by reading
     if example:
-        values = {**(example.get("parameters") or {}),
+        values = {**point_coordinates(example.get("parameters"), verdict.get("id")),
                   **{name: example.get(name) for name in ("seed", "measured", "bound", "ratio") if name in example}}
+        if isinstance(values.get("measured"), numbers.Real) and isinstance(values.get("bound"), numbers.Real):
+            values["measured"], values["bound"] = format_against(values["measured"], values["bound"])
         rows = []
         confirmation = search.get("confirmation")
         if confirmation:
@@ -449,7 +480,7 @@ def claim_entry(verdict: dict, *, reproduce: str | None = None) -> ClaimEntry:
     notes = {key: value for key, value in details.items()
              if not key.startswith("error_") and key not in _COMMAND_DETAILS}
     if notes:
-        blocks.append(Table("Details", ["detail", "value"], [[str(k), str(v)] for k, v in notes.items()],
+        blocks.append(Table("Details", ["detail", "value"], [[str(k), detail_text(v)] for k, v in notes.items()],
                             [0.22, 0.78], optional=True))
     return ClaimEntry(str(verdict.get("id", "")), str(verdict.get("verdict", "")), anchor(verdict.get("id", "")),
                       _facts(verdict), reproduce or "", blocks)

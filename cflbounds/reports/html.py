@@ -5,7 +5,10 @@ Built from the same claim entries as the PDF (:mod:`.content`), with nothing lef
 room: every figure and every note. Figures are inline SVG (matplotlib's SVG backend, text as
 paths, so no font is loaded); a little inline CSS lays the page out and a little inline
 JavaScript sorts the verdict table by a column and filters it (and the claim sections) by
-paper and verdict, and copies a command. Nothing is fetched: no external script, style, font
+paper and verdict (a verdict sorts by severity, :func:`.content.severity`), and copies a command
+(saying so when the browser refuses the clipboard, the text then selected to copy by hand).
+Tables scroll sideways in a box of their own and every section links back to the summary, so
+that the page reads on a phone (420 px) without scrolling sideways. Nothing is fetched: no external script, style, font
 or image, and every link is to an anchor of the page itself (``#claim-IFCA.T1``).
 """
 from __future__ import annotations
@@ -19,8 +22,9 @@ from pathlib import Path
 from matplotlib import rc_context
 from matplotlib.backends.backend_svg import FigureCanvasSVG
 
+from .._words import plural
 from ._fitting import spec_figure
-from .content import VERDICT_COLORS, Code, Paragraph, Plot, Table, entries_of, run_summary
+from .content import VERDICT_COLORS, Code, Paragraph, Plot, Table, entries_of, run_summary, severity
 
 __all__ = ["build_html", "html_report", "figure_svg"]
 
@@ -30,65 +34,88 @@ _STYLE = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;max-width:60rem;margin:1.5rem auto;
 padding:0 1rem;color:#111;line-height:1.45}
 h1{font-size:1.7rem;margin:.2rem 0 .8rem}h2{font-size:1.3rem;margin:0 0 .3rem}h3{font-size:1.02rem;margin:1rem 0 .3rem}
-table{border-collapse:collapse;font-size:.85rem;margin:.3rem 0 .8rem;width:100%}
-th,td{border-bottom:1px solid #ccc;padding:.2rem .45rem;text-align:left;vertical-align:top}
+.scroll{overflow-x:auto;max-width:100%;margin:.3rem 0 .8rem}
+table{border-collapse:collapse;font-size:.85rem;width:100%}
+th,td{border-bottom:1px solid #ccc;padding:.2rem .45rem;text-align:left;vertical-align:top;overflow-wrap:break-word}
 th{border-bottom:2px solid #555}table.sortable th{cursor:pointer;user-select:none}
 table.sortable th[aria-sort=ascending]::after{content:" \\25B2"}table.sortable th[aria-sort=descending]::after{content:" \\25BC"}
+table.settings td{overflow-wrap:anywhere}
 .chip{display:inline-block;border-radius:.4rem;padding:.05rem .5rem;font-weight:600;font-size:.9rem;margin-right:.3rem}
-.facts,.muted{color:#555;font-size:.88rem}.lead{font-size:1rem}
+.facts,.muted{color:#555;font-size:.88rem}.lead{font-size:1rem}p{overflow-wrap:break-word}
 section.claim{border-top:3px solid #ddd;margin-top:2rem;padding-top:.8rem}
+.back{float:right;font-size:.85rem;font-weight:400;margin-left:.5rem}
 pre{background:#f0f0f0;padding:.5rem .7rem;overflow-x:auto;font-size:.8rem;margin:.3rem 0}
-.command{display:flex;gap:.5rem;align-items:flex-start}.command pre{flex:1;margin:.2rem 0}
-button.copy{font-size:.8rem;margin-top:.25rem}
+.command{display:flex;gap:.5rem;align-items:flex-start}.command pre{flex:1;min-width:0;margin:.2rem 0}
+button.copy{font-size:.8rem;margin-top:.25rem;max-width:8rem}
 figure{margin:.6rem 0}figure svg{width:100%;height:auto}figcaption{font-weight:600;font-size:.9rem}
 p.caption{font-size:.88rem;margin:.2rem 0 0}
-.filters{margin:.6rem 0;font-size:.9rem}.filters label{margin-right:1rem}#verdicts td:nth-child(3){white-space:nowrap}
+.filters{margin:.6rem 0;font-size:.9rem;display:flex;flex-wrap:wrap;gap:.3rem 1rem}
+#verdicts td:nth-child(3){white-space:nowrap}
+@media (max-width:40rem){#verdicts tr{display:grid;grid-template-columns:minmax(6rem,auto) minmax(3rem,auto) 1fr;
+border-bottom:1px solid #ccc}#verdicts th,#verdicts td{border-bottom:0}#verdicts thead tr{border-bottom:2px solid #555}
+#verdicts th:nth-child(4),#verdicts td:nth-child(4){grid-column:1/-1;padding-top:0}}
 """
 
 _SCRIPT = """
 (function () {
   var table = document.getElementById("verdicts");
-  if (!table) { return; }
-  var body = table.tBodies[0];
-  var headers = table.tHead.rows[0].cells;
-  function key(row, column) {
-    var text = row.cells[column].textContent.trim();
-    var number = parseFloat(text);
-    return isNaN(number) || String(number) !== text ? text.toLowerCase() : number;
-  }
-  Array.prototype.forEach.call(headers, function (header, column) {
-    header.addEventListener("click", function () {
-      var ascending = header.getAttribute("aria-sort") !== "ascending";
-      Array.prototype.forEach.call(headers, function (h) { h.removeAttribute("aria-sort"); });
-      header.setAttribute("aria-sort", ascending ? "ascending" : "descending");
-      var rows = Array.prototype.slice.call(body.rows);
-      rows.sort(function (a, b) {
-        var x = key(a, column), y = key(b, column);
-        if (typeof x !== typeof y) { x = String(x); y = String(y); }
-        return (x < y ? -1 : x > y ? 1 : 0) * (ascending ? 1 : -1);
-      });
-      rows.forEach(function (row) { body.appendChild(row); });
-    });
-  });
-  var paper = document.getElementById("filter-paper");
-  var verdict = document.getElementById("filter-verdict");
-  function filter() {
-    var shown = function (element) {
-      return (!paper.value || element.dataset.paper === paper.value) &&
-             (!verdict.value || element.dataset.verdict === verdict.value);
+  if (table) {
+    var body = table.tBodies[0];
+    var headers = table.tHead.rows[0].cells;
+    var key = function (row, column) {  // a cell's data-order (a verdict's severity) first, then its number or text
+      var cell = row.cells[column], text = cell.textContent.trim(), number = parseFloat(text);
+      if (cell.dataset.order !== undefined) { return parseFloat(cell.dataset.order); }
+      return isNaN(number) || String(number) !== text ? text.toLowerCase() : number;
     };
-    Array.prototype.forEach.call(body.rows, function (row) { row.hidden = !shown(row); });
-    Array.prototype.forEach.call(document.querySelectorAll("section.claim"), function (section) {
-      section.hidden = !shown(section);
+    Array.prototype.forEach.call(headers, function (header, column) {
+      header.addEventListener("click", function () {
+        var ascending = header.getAttribute("aria-sort") !== "ascending";
+        Array.prototype.forEach.call(headers, function (h) { h.removeAttribute("aria-sort"); });
+        header.setAttribute("aria-sort", ascending ? "ascending" : "descending");
+        var rows = Array.prototype.slice.call(body.rows);
+        rows.sort(function (a, b) {
+          var x = key(a, column), y = key(b, column);
+          if (typeof x !== typeof y) { x = String(x); y = String(y); }
+          return (x < y ? -1 : x > y ? 1 : 0) * (ascending ? 1 : -1);
+        });
+        rows.forEach(function (row) { body.appendChild(row); });
+      });
     });
+    var paper = document.getElementById("filter-paper");
+    var verdict = document.getElementById("filter-verdict");
+    var filter = function () {
+      var shown = function (element) {
+        return (!paper.value || element.dataset.paper === paper.value) &&
+               (!verdict.value || element.dataset.verdict === verdict.value);
+      };
+      Array.prototype.forEach.call(body.rows, function (row) { row.hidden = !shown(row); });
+      Array.prototype.forEach.call(document.querySelectorAll("section.claim"), function (section) {
+        section.hidden = !shown(section);
+      });
+    };
+    paper.addEventListener("change", filter);
+    verdict.addEventListener("change", filter);
   }
-  paper.addEventListener("change", filter);
-  verdict.addEventListener("change", filter);
   Array.prototype.forEach.call(document.querySelectorAll("button.copy"), function (button) {
     button.addEventListener("click", function () {
-      var text = button.parentNode.querySelector("code").textContent;
-      if (navigator.clipboard) { navigator.clipboard.writeText(text); }
-      button.textContent = "copied";
+      var code = button.parentNode.querySelector("code");
+      var said = function (copied) {  // a failed write selects the text, for the reader to copy by hand
+        button.textContent = copied ? "copied" : "not copied: the text is selected, press Ctrl+C";
+      };
+      var byHand = function () {
+        var range = document.createRange();
+        range.selectNodeContents(code);
+        window.getSelection().removeAllRanges();
+        window.getSelection().addRange(range);
+        var copied = false;
+        try { copied = document.execCommand("copy"); } catch (error) { copied = false; }
+        said(copied);
+      };
+      if (navigator.clipboard && navigator.clipboard.writeText) {
+        navigator.clipboard.writeText(code.textContent).then(function () { said(true); }, byHand);
+      } else {
+        byHand();
+      }
     });
   });
 })();
@@ -154,7 +181,7 @@ class _Page:
         head = "".join(f"<th>{escape(str(c))}</th>" for c in table.columns)
         body = "".join("<tr>" + "".join(_cell(cell, fill) for cell, fill in zip(row, row_fills)) + "</tr>"
                        for row, row_fills in zip(table.rows, fills))
-        self.add(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+        self.add(f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>')
 
     def block(self, block) -> None:
         """One block of :mod:`.content`."""
@@ -181,9 +208,11 @@ class _Page:
         self.add(f'<div class="command">{pre}<button type="button" class="copy">copy</button></div>' if copy else pre)
 
 
-def _cell(text, fill) -> str:
+def _cell(text, fill, order: int | None = None) -> str:
+    """A table cell; ``order``: what sorting its column compares instead of its text."""
     style = f' style="background:{fill}"' if fill else ""
-    return f"<td{style}>{escape(str(text))}</td>"
+    order = f' data-order="{order}"' if order is not None else ""
+    return f"<td{style}{order}>{escape(str(text))}</td>"
 
 
 def _chip(text: str, verdict: str) -> str:
@@ -192,12 +221,12 @@ def _chip(text: str, verdict: str) -> str:
 
 def _summary(page: _Page, summary, sections) -> None:
     """The verdicts at a glance: settings, counts, the sortable and filterable table."""
-    page.add(f"<header><h1>{escape(summary.title)}</h1>")
+    page.add(f'<header id="summary"><h1>{escape(summary.title)}</h1>')
     if summary.settings:
         rows = "".join(f"<tr><th scope=\"row\">{escape(n)}</th><td>{escape(v)}</td></tr>" for n, v in summary.settings)
-        page.add(f'<table class="settings"><tbody>{rows}</tbody></table>')
+        page.add(f'<div class="scroll"><table class="settings"><tbody>{rows}</tbody></table></div>')
     if summary.lines:
-        page.add(f"<p>{sum(n for _, n in summary.counts)} claims: "
+        page.add(f"<p>{plural(sum(n for _, n in summary.counts), 'claim')}: "
                  + "".join(_chip(f"{n} {name}", name) for name, n in summary.counts) + "</p>")
         options = lambda values: "".join(f'<option value="{escape(v)}">{escape(v)}</option>' for v in values)  # noqa: E731
         papers = sorted({line.paper for line in summary.lines})
@@ -208,10 +237,10 @@ def _summary(page: _Page, summary, sections) -> None:
         rows = "".join(
             f'<tr data-paper="{escape(line.paper)}" data-verdict="{escape(line.verdict)}">'
             f'<td><a href="#{escape(line.anchor)}">{escape(line.id)}</a></td><td>{escape(line.paper)}</td>'
-            f'{_cell(line.verdict, VERDICT_COLORS.get(line.verdict))}<td>{escape(line.headline)}</td></tr>'
-            for line in summary.lines)
-        page.add('<table id="verdicts" class="sortable"><thead><tr><th>claim</th><th>paper</th><th>verdict</th>'
-                 f"<th>summary</th></tr></thead><tbody>{rows}</tbody></table>")
+            f'{_cell(line.verdict, VERDICT_COLORS.get(line.verdict), severity(line.verdict))}'
+            f'<td>{escape(line.headline)}</td></tr>' for line in summary.lines)
+        page.add('<div class="scroll"><table id="verdicts" class="sortable"><thead><tr><th>claim</th><th>paper</th>'
+                 f"<th>verdict</th><th>summary</th></tr></thead><tbody>{rows}</tbody></table></div>")
     for heading, text, columns, rows, widths in sections:
         page.add(f"<h3>{escape(heading)}</h3>")
         if text:
@@ -237,7 +266,7 @@ def html_report(verdicts: list[dict], title: str, generated: datetime, extra_fig
         paper = entry.id.split(".")[0]
         page.add(f'<section class="claim" id="{escape(entry.anchor)}" data-paper="{escape(paper)}" '
                  f'data-verdict="{escape(entry.verdict)}"><h2>{escape(entry.id)} {_chip(entry.verdict, entry.verdict)}'
-                 f'</h2><p class="facts">{escape(entry.facts)}</p>')
+                 f'<a class="back" href="#summary">back to the summary</a></h2><p class="facts">{escape(entry.facts)}</p>')
         if entry.reproduce:
             page.code(entry.reproduce, copy=True)
         for block in entry.blocks:

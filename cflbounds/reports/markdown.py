@@ -14,6 +14,7 @@ import math
 import re
 
 from ..verify.domain import format_against, format_ratio
+from .content import point_coordinates
 
 __all__ = ["verdict_table", "search_table", "markdown_text"]
 
@@ -93,8 +94,8 @@ def search_table(results: list[dict]) -> str:
     lines = ["| " + " | ".join(SEARCH_COLUMNS) + " |", "|" + "---|" * len(SEARCH_COLUMNS)]
     for result in results:
         example = result.get("counterexample") or {}
-        point = ", ".join(f"{name}={value:.4g}" if isinstance(value, float) else f"{name}={value}"
-                          for name, value in (example.get("parameters") or {}).items())
+        point = ", ".join(f"{name}={value}" for name, value in  # the digits that matter (format_coordinate)
+                          point_coordinates(example.get("parameters"), result["id"]).items())
         if point and "measured" in example:
             point += "; measured {} vs bound {}".format(*format_against(example["measured"], example["bound"]))
         seconds = result.get("seconds")

@@ -28,6 +28,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
 from .. import __version__
+from .._words import plural
 from ._fitting import data_height, draw_fitted, place
 from ._text import one_line, text_width, wrap, wrap_code
 from .content import VERDICT_COLORS, Code, Paragraph, Plot, Table, entries_of, run_summary, with_evidence_shown
@@ -316,7 +317,7 @@ def _summary_pages(summary, pages_of: dict, sections=()) -> list[Figure]:
         flow.table(["setting", "value"], [[name, value] for name, value in summary.settings], [0.16, 0.84])
     if summary.lines:
         total = sum(n for _, n in summary.counts)
-        flow.text(f"{total} claims", fontsize=11, weight="bold", gap=0.04)
+        flow.text(plural(total, "claim"), fontsize=11, weight="bold", gap=0.04)
         flow.chips([(f"{n} {name}", VERDICT_COLORS.get(name, "white")) for name, n in summary.counts])
         columns = ["claim", "verdict", "summary (the claim's page has it whole)", "page"]
         id_width = max(text_width(line.id, 8) for line in summary.lines) + 2 * PAD + 0.05

@@ -1,8 +1,11 @@
 """Synthetic problems with known ground truth and exact population constants."""
 from .bounded_linear import BoundedLinearClusters, make_bounded_linear_clusters
+from .cfl_quadratics import CflQuadratics, make_cfl_quadratics
 from .client_data import ClientData
 from .device_regression import DeviceRegression, make_device_regression
+from .digit_risks import DigitRisks, make_digit_risks
 from .digits import DigitClients, make_digit_clients
+from .dissimilarity_constants import dissimilarity_sup, gradient_norm_sq, gradient_variance, gradient_variance_bound
 from .heterogeneous_logistic import HeterogeneousLogistic, make_heterogeneous_logistic
 from .heterogeneous_quadratics import HeterogeneousQuadratics, make_heterogeneous_quadratics
 from .logistic_mixture import LogisticMixture, make_logistic_mixture
@@ -18,6 +21,14 @@ __all__ = [
     "BoundedLinearClusters",
     "make_bounded_linear_clusters",
     "ClientData",
+    "CflQuadratics",
+    "make_cfl_quadratics",
+    "DigitRisks",
+    "make_digit_risks",
+    "dissimilarity_sup",
+    "gradient_norm_sq",
+    "gradient_variance",
+    "gradient_variance_bound",
     "DeviceRegression",
     "make_device_regression",
     "DigitClients",

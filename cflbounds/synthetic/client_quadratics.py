@@ -60,5 +60,12 @@ class ClientQuadratics:
 
     @property
     def strong_convexity(self) -> np.ndarray:
-        """``mu = min_k lambda_min(A_k)``: every client's loss is mu-strongly convex, ``(B,)``."""
+        """``mu = min_k lambda_min(A_k)``: every client's loss is mu-strongly convex, ``(B,)``
+        (negative for non-convex clients)."""
         return self.client_strong_convexity.min(axis=1)
+
+    @property
+    def curvature_floor(self) -> np.ndarray:
+        """FedProx's ``L_minus = max(0, -min_k lambda_min(A_k))``, the smallest ``L_minus >= 0``
+        with ``grad^2 F_k >= -L_minus I`` for every client (0 for convex clients), ``(B,)``."""
+        return np.maximum(0.0, -self.strong_convexity)

@@ -20,6 +20,13 @@ exactly ``mu`` and ``L``; in between the properties give the exact extremes), an
 grows with ``s`` from 0. Optima: ``b_k = heterogeneity * u_k``, ``u_k`` uniform on the unit
 sphere.
 
+Non-convex clients (FedProx's ``grad^2 F_k >= -L_minus I``): with ``negative_curvature = c > 0``
+the smallest eigenvalue of every client's own ``A_k'`` is ``-c`` instead of ``mu``, so
+``lambda_min(A_k) >= (1 - s) mu - s c`` (``-c`` exactly at ``s = 1``); ``curvature_floor`` is
+the exact ``L_minus = max(0, -min_k lambda_min(A_k))``. ``F`` must stay bounded below: every
+drawn ``Abar`` must be positive definite (always so when ``s c < (1 - s) mu``), else the draw is
+refused. A non-convex ``F_k`` has no minimum (``F_k* = -inf``).
+
 ``B`` problems are drawn at once, problem ``b`` from its own seed only
 (:mod:`~.seeding`). The noise of a query is counter-based (:mod:`~.counter_random`), keyed
 by the caller's per-client key and a counter (the global local-step index), so a run draws
@@ -137,8 +144,8 @@ class HeterogeneousQuadratics(ClientQuadratics):
 
     @property
     def client_min_values(self) -> np.ndarray:
-        """``F_k* = min F_k = F_k(b_k) = 0``, ``(B, N)``."""
-        return np.zeros((self.batch_size, self.clients))
+        """``F_k* = min F_k = F_k(b_k) = 0``, ``(B, N)``; ``-inf`` for a non-convex client."""
+        return np.where(self.client_strong_convexity >= 0, 0.0, -np.inf)
 
     @property
     def heterogeneity(self) -> np.ndarray:
@@ -158,19 +165,20 @@ class HeterogeneousQuadratics(ClientQuadratics):
 
     # -- SCAFFOLD's (G, B) gradient dissimilarity ---------------------------------------------------
     @cached_property
-    def _dissimilarity_form(self):
+    def dissimilarity_form(self):
         """With ``u = w - w*``, ``c_k = grad F_k(w*)`` and ``z = Abar u`` (``grad F(w) = z``):
         ``sum_k p_k ||grad F_k(w)||^2 = z^T Q z + 2 v^T z + s``, where
         ``Q = Abar^-1 (sum p_k A_k^2) Abar^-1``, ``v = Abar^-1 sum p_k A_k c_k``,
-        ``s = sum p_k ||c_k||^2``. Returns the eigenvalues ``nu`` of ``Q`` (ascending), the
-        coordinates of ``v`` in its eigenvectors, and ``s``."""
+        ``s = sum p_k ||c_k||^2``. Returns the eigenvalues ``nu`` of ``Q`` (ascending, ``(B, d)``),
+        the coordinates of ``v`` in its eigenvectors ``(B, d)``, ``s`` ``(B,)`` and the eigenvectors
+        (columns, ``(B, d, d)``). ``Q >= I`` (``E_k ||grad F_k||^2 >= ||grad f||^2``)."""
         inverse = np.linalg.inv(self.global_hessian)
         second = np.einsum("n,bnij,bnjk->bik", self.weights, self.hessians_exact, self.hessians_exact)
         form = inverse @ second @ inverse
         form = 0.5 * (form + np.swapaxes(form, -1, -2))
         linear = np.einsum("bij,n,bnjk,bnk->bi", inverse, self.weights, self.hessians_exact, self.optimum_gradients)
         nu, vectors = np.linalg.eigh(form)
-        return nu, np.einsum("bij,bi->bj", vectors, linear), self.optimum_gradient_variance
+        return nu, np.einsum("bij,bi->bj", vectors, linear), self.optimum_gradient_variance, vectors
 
     def dissimilarity_G(self, B) -> np.ndarray:
         """The smallest ``G`` with ``sum_k p_k ||grad F_k(w)||^2 <= G^2 + B^2 ||grad F(w)||^2`` for
@@ -178,10 +186,10 @@ class HeterogeneousQuadratics(ClientQuadratics):
         the given ``B``, ``(B_problems,)``; ``inf`` where no G works.
 
         Derivation: in ``z = grad F(w)`` the condition is ``z^T (B^2 I - Q) z - 2 v^T z + G^2 - s
-        >= 0`` for all ``z`` (:meth:`_dissimilarity_form`). It needs ``B^2 >= nu_max``; for
+        >= 0`` for all ``z`` (:attr:`dissimilarity_form`). It needs ``B^2 >= nu_max``; for
         ``B^2 > nu_max`` the minimum over ``z`` gives ``G^2 = s + sum_j v_j^2 / (B^2 - nu_j)``.
         At ``B^2 = nu_max`` G is finite only if ``v`` has no component on ``nu_max``'s eigenvectors."""
-        nu, v, s = self._dissimilarity_form
+        nu, v, s, _ = self.dissimilarity_form
         b2 = np.asarray(B, dtype=float) ** 2
         gap = b2[..., None] - nu
         scale = np.maximum(nu[..., -1:], 1.0)
@@ -202,7 +210,7 @@ class HeterogeneousQuadratics(ClientQuadratics):
         eigenbasis, the largest root ``x > nu_max`` of the secular equation
         ``1 = sum_j v_j^2 / ((G^2 - s)(x - nu_j))`` (or ``nu_max`` when ``v = 0``), found by bisection
         on its monotone left side. At ``G^2 = s`` it is ``sqrt(nu_max)`` if ``v = 0``, else inf."""
-        nu, v, s = self._dissimilarity_form
+        nu, v, s, _ = self.dissimilarity_form
         excess = np.asarray(G, dtype=float) ** 2 - s
         weight = v**2 / np.where(excess > 0, excess, np.inf)[..., None]  # (B, d)
         top = nu[..., -1]
@@ -270,6 +278,19 @@ class HeterogeneousQuadratics(ClientQuadratics):
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(mean > 0, np.sqrt(spread / np.where(mean > 0, mean, 1.0)), np.inf)
 
+    def proximal_map(self, mu) -> tuple[torch.Tensor, torch.Tensor]:
+        """FedProx's exact local solution ``argmin_w h_k(w; w^t) = F_k(w) + (mu/2)||w - w^t||^2
+        = (A_k + mu I)^-1 (A_k b_k + mu w^t) = P_k w^t + q_k`` as the pair ``P_k = mu (A_k + mu
+        I)^-1`` ``(B, N, d, d)``, ``q_k = (A_k + mu I)^-1 A_k b_k`` ``(B, N, d)``, computed once in
+        float64 (``mu`` one value or one per problem; ``A_k + mu I`` must be positive definite,
+        ``mu > -lambda_min(A_k)``)."""
+        mu = np.broadcast_to(np.asarray(mu, dtype=float), (self.batch_size,))[:, None, None, None]
+        shifted = self.hessians_exact + mu * np.eye(self.d)
+        operator = mu * np.linalg.inv(shifted)
+        offset = np.linalg.solve(shifted, np.einsum("bnij,bnj->bni", self.hessians_exact, self.optima_exact)[..., None])
+        return (torch.as_tensor(operator, dtype=self.dtype, device=self.device),
+                torch.as_tensor(offset[..., 0], dtype=self.dtype, device=self.device))
+
     # -- batched oracle -------------------------------------------------------------------------------------
     def oracle(self, clients: torch.Tensor | None = None) -> QuadraticOracle:
         """The oracle of every client (``clients`` None) or of the ``(B, S)`` client positions
@@ -311,17 +332,18 @@ def client_weights(weights, clients: int) -> np.ndarray:
 
 
 def _draw_problem(rng: np.random.Generator, clients: int, eigenvalues: np.ndarray, spread: float,
-                  heterogeneity: float):
-    """One problem's Hessians and optima (float64): the shared Hessian first, then each client's."""
+                  heterogeneity: float, own_eigenvalues: np.ndarray | None = None):
+    """One problem's Hessians and optima (float64): the shared Hessian first, then each client's
+    (with the spectrum ``own_eigenvalues``, default ``eigenvalues``)."""
     d = eigenvalues.size
 
-    def hessian():
+    def hessian(spectrum):
         rotation = _haar_rotation(rng, d)
-        matrix = (rotation * eigenvalues) @ rotation.T
+        matrix = (rotation * spectrum) @ rotation.T
         return 0.5 * (matrix + matrix.T)
 
-    shared = hessian()
-    own = np.stack([hessian() for _ in range(clients)])
+    shared = hessian(eigenvalues)
+    own = np.stack([hessian(eigenvalues if own_eigenvalues is None else own_eigenvalues) for _ in range(clients)])
     directions = rng.standard_normal((clients, d))
     directions /= np.linalg.norm(directions, axis=1, keepdims=True)
     return (1.0 - spread) * shared + spread * own, heterogeneity * directions
@@ -339,6 +361,7 @@ _PER_CLIENT = Constraint(lambda v: ArrayLike.is_satisfied_by(v) and np.ndim(v) <
     "smoothness": [Interval(Real, 0, None, closed="neither")],
     "heterogeneity": [Interval(Real, 0, None, closed="left")],
     "hessian_spread": [Interval(Real, 0, 1, closed="both")],
+    "negative_curvature": [Interval(Real, 0, None, closed="left")],
     "noise_std": [_PER_CLIENT],
     "weights": [NoneOK, ArrayLike],
     **BATCH_CONSTRAINTS,
@@ -346,7 +369,7 @@ _PER_CLIENT = Constraint(lambda v: ArrayLike.is_satisfied_by(v) and np.ndim(v) <
 })
 def make_heterogeneous_quadratics(clients: int = 10, d: int = 10, *, strong_convexity: float = 1.0,
                                   smoothness: float = 10.0, heterogeneity: float = 1.0, hessian_spread: float = 0.5,
-                                  noise_std=0.1, weights=None, batch_size: int = 1, seed=0, dtype: str = "float64",
+                                  negative_curvature: float = 0.0, noise_std=0.1, weights=None, batch_size: int = 1, seed=0, dtype: str = "float64",
                                   device: str = "cpu") -> HeterogeneousQuadratics:
     """Draw ``batch_size`` heterogeneous quadratic problems (see the module docstring).
 
@@ -358,6 +381,8 @@ def make_heterogeneous_quadratics(clients: int = 10, d: int = 10, *, strong_conv
     heterogeneity : ``||b_k||``, the distance of every client's optimum from the origin.
     hessian_spread : s in [0, 1], the weight of each client's own Hessian (0: one shared
         Hessian, delta = 0).
+    negative_curvature : c >= 0; c > 0 gives each client's own Hessian the eigenvalue -c in
+        place of mu (non-convex clients once s c > (1 - s) mu; module docstring).
     noise_std : sigma_k >= 0, the gradient noise's root mean square norm, one value or one per client.
     weights : the ``p_k`` (positive, summing to 1); None: ``1/N`` each.
     batch_size, seed, dtype, device : as for :func:`~.quadratics.make_quadratic_federation`.
@@ -370,9 +395,15 @@ def make_heterogeneous_quadratics(clients: int = 10, d: int = 10, *, strong_conv
     p = client_weights(weights, clients)
     seeds = problem_seeds(seed, batch_size)
     eigenvalues = np.geomspace(float(strong_convexity), float(smoothness), d)
-    drawn = [_draw_problem(stream(s, 0), clients, eigenvalues, float(hessian_spread), float(heterogeneity))
+    own = None if negative_curvature == 0 else np.r_[-float(negative_curvature), eigenvalues[1:]]
+    drawn = [_draw_problem(stream(s, 0), clients, eigenvalues, float(hessian_spread), float(heterogeneity), own)
              for s in seeds]  # set-up, once per problem: not a hot path
     hessians, optima = (np.stack(parts) for parts in zip(*drawn))
+    if own is not None:
+        floor = np.linalg.eigvalsh(np.einsum("n,bnij->bij", p, hessians))[:, 0]
+        require(bool(np.all(floor > 0)), f"With negative_curvature={negative_curvature!r} and hessian_spread="
+                f"{hessian_spread!r} the objective F is unbounded below for seed {seeds[int(np.argmin(floor))]} "
+                f"(lambda_min(sum_k p_k A_k) = {floor.min():.3g}): lower either, or raise strong_convexity.")
     torch_device, torch_dtype = resolve_device(device), resolve_dtype(dtype)
     return HeterogeneousQuadratics(
         hessians=torch.as_tensor(hessians, dtype=torch_dtype, device=torch_device),

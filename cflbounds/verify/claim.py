@@ -1,6 +1,6 @@
 """A claim: its ID, statement, check and bound (the declaration :mod:`cflbounds.claims` offers).
 
-The registry (:mod:`.registry`) collects every installed package's claims through the
+The registry (``cflbounds.verify.registry``) collects every installed package's claims through the
 entry-point group ``cflbounds.claims`` and validates each with :meth:`Claim.validate`.
 """
 from __future__ import annotations

@@ -40,7 +40,8 @@ def table_name_of(name: str, claim_id: str) -> str:
 class VerifyContext:
     """What a claim's check is given: the run's settings, read-only, and where its results go.
 
-    ``scale``: one of :data:`SCALE_DESCRIPTIONS`. ``workdir``: the run directory (sweep
+    ``scale``: ``smoke``, ``default`` or ``paper`` (``cflbounds verify --help`` says what each
+    runs). ``workdir``: the run directory (sweep
     stores and checkpoints go there; nothing is kept on disk if None), made absolute when the
     context is made, so a later ``os.chdir`` cannot move it. ``progress``: sweep progress,
     True/False/None (a bar only on an interactive terminal) or a callable told ``(cells done,
@@ -98,7 +99,7 @@ class VerifyContext:
 
     def save_table(self, name: str, frame: pd.DataFrame) -> str:
         """Keep ``frame`` as the table ``name``, its first columns the claim and the run's seed
-        (:data:`TABLE_KEYS`), and return the name it is kept under. A table name belongs to one
+        (``claim`` and ``run_seed``), and return the name it is kept under. A table name belongs to one
         claim: when another claim of this run saved one of that name first (two plugins may well
         pick the same), this claim's is kept as ``name@CLAIM-ID`` instead, so neither is lost.
         ``name`` becomes a file name: letters, digits, ``_``, ``-`` and ``.``, not starting with
@@ -144,7 +145,7 @@ class VerifyContext:
         directory (``verify --resume``), so a long claim killed half-way keeps its finished
         configurations. Use it for configurations that take minutes at the paper scale. The
         result must be data (numbers, strings, lists, dicts, numpy arrays, torch tensors,
-        pandas frames, registered dataclasses: :mod:`cflbounds.verify.checkpoints`), which is
+        pandas frames, dataclasses registered with :func:`cflbounds.claims.checkpoint_type`), which is
         all a file is ever read as: resuming a run directory someone sent never executes code
         from it. The file name holds the version, scale, seed, device and package too, so a file
         is only ever read under the settings that made it."""

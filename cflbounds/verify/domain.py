@@ -32,7 +32,7 @@ import numpy as np
 from .failure import declaration_site
 
 __all__ = ["Parameter", "Instance", "Domain", "RULES", "UNDERFLOW", "deterministic_allowed", "format_against",
-           "format_ratio", "ratio_of"]
+           "format_coordinate", "format_point", "format_ratio", "ratio_of"]
 
 RULES = ("deterministic", "expectation", "probability")
 # float64's smallest normal number. Below it there is no relative precision (gradual underflow): two
@@ -172,7 +172,14 @@ class Instance:
 
 @dataclass(frozen=True)
 class Domain:
-    """A claim's admissible domain and instance evaluation (module docstring).
+    """What a claim's statement quantifies over, and how one instance of it is measured: the
+    ``parameters`` (each a :class:`Parameter` range) span the search space; ``evaluate`` builds
+    and runs the problem at each point and returns its :class:`Instance` (measured quantity,
+    bound, assumption rows); ``rule`` says how an instance is judged (``deterministic``,
+    ``expectation`` or ``probability``: the module docstring). ``cflbounds falsify`` searches a
+    domain for the point where the measured quantity most exceeds the bound, and ``cflbounds
+    verify`` searches it after the claim's designed experiment, or as the whole claim when there
+    is none (the short form ``Claim(id, statement, bound=..., domain=...)``).
 
     ``evaluate(points, seeds, ctx)``: a list of points (dicts of parameter values) and one seed
     per point, returning a list of one :class:`Instance` per point; it may batch them (the result
@@ -310,6 +317,42 @@ def format_ratio(ratio: float) -> str:
         return f"1 {'+' if ratio > 1 else '-'} {distance:.2g}"
     decimals = max(3, 2 - math.floor(math.log10(distance)))  # three significant digits of the distance
     return f"{ratio:.{decimals}f}".rstrip("0").rstrip(".")
+
+
+SHOWN_DIGITS = 4  # significant digits of a point's coordinate, where no more are needed
+
+
+def format_coordinate(value, ends: Sequence[float] = ()) -> str:
+    """A point's coordinate in the digits that matter: an integer (or an integral float) and a
+    number of at most :data:`SHOWN_DIGITS` significant digits exactly (``0.87``); another
+    number to :data:`SHOWN_DIGITS` significant digits, trailing zeros kept so that it
+    does not read as a rounder number than it is (``0.010000964778`` is ``0.01000``, not
+    ``0.01``), and with as many more as it takes not to print it at or past one of ``ends`` (its
+    domain's edges) that it lies inside of (``0.9999989`` below an edge at ``0.999999`` is
+    ``0.9999989``, not ``1.000``). The exact value is what a run's files store and a replay uses."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+        return str(value)
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    value = float(value)
+    if not math.isfinite(value) or (value == round(value) and abs(value) < 1e15):
+        return f"{value:g}"
+    if float(f"{value:.{SHOWN_DIGITS}g}") == value:  # a short number (0.5, 0.87, 1e-07): as it is
+        return f"{value:.{SHOWN_DIGITS}g}"
+    for digits in range(SHOWN_DIGITS, 18):
+        text = f"{value:#.{digits}g}"
+        shown = float(text)
+        if all((shown > end) - (shown < end) == (value > end) - (value < end) for end in ends):
+            return text
+    return repr(value)
+
+
+def format_point(point: dict, parameters: Sequence[Parameter] | None = None) -> str:
+    """``name = value, ...`` of a domain's ``point``, each coordinate by :func:`format_coordinate`
+    against its :class:`Parameter`'s range when ``parameters`` are given."""
+    ranges = {p.name: (p.low, p.high) for p in parameters or ()}
+    return ", ".join(f"{name} = {format_coordinate(value, ranges.get(name, ()))}" for name, value in
+                     (point or {}).items())
 
 
 def format_against(measured: float, bound: float) -> tuple[str, str]:

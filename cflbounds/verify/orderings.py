@@ -31,6 +31,14 @@ __all__ = ["OrderingJudgment", "judge_ordering", "orderings_verdict"]
 
 @dataclass(frozen=True)
 class OrderingJudgment:
+    """One claimed ordering judged from paired runs: ``name`` (what is compared), the claimed
+    ``relation`` (``>=`` or ``>``), the mean paired difference ``A - B`` over ``samples`` seeds
+    with its Student-t interval ``[low, high]`` (and ``family_high``, the upper end at the
+    Bonferroni level over the orderings judged together), and the ``status`` those intervals give:
+    ``supported`` (A beats B), ``tied``, ``unresolved`` or ``contradicted`` (B beats A), as the
+    module docstring defines them. ``consistent`` is whether the claimed ordering survives it;
+    :func:`orderings_verdict` turns several into one verdict word."""
+
     name: str
     relation: str  # ">=" or ">"
     mean: float

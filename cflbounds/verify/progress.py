@@ -12,24 +12,31 @@ import sys
 import threading
 import time
 
+from .._words import first_clause
 from .costs import duration, remaining_seconds
 from .verdict import Verdict
 
-__all__ = ["RunDisplay", "PlainDisplay", "TerminalDisplay", "run_display", "verdict_line"]
-
-PLAIN_SUMMARY = 100  # characters of a verdict's summary on a plain line
+__all__ = ["RunDisplay", "PlainDisplay", "TerminalDisplay", "run_display", "verdict_line", "fit_line", "width"]
 
 
-def _cut(text: str, limit: int | None) -> str:
-    return text if limit is None or len(text) <= limit else text[: limit - 3] + "..."
+def width() -> int:
+    """The terminal's width (``$COLUMNS`` first; 100 when stderr is not a terminal)."""
+    return shutil.get_terminal_size((100, 24)).columns
 
 
-def verdict_line(verdict: Verdict, done: int, total: int, *, width: int | None = None,
-                 summary: int | None = None, id_width: int = 11) -> str:
-    """``[3/21] IFCA.C1  rate-consistent  12.3 s  summary...``: the summary cut to ``summary``
-    characters, the line to ``width`` (a cut ends in ``...``, never ``~``, which the papers use in ``<~``)."""
+def fit_line(text: str, columns: int | None = None) -> str:
+    """``text`` cut to ``columns`` (default: :func:`width`), a cut ending in ``...`` (never
+    ``~``, which the papers use in ``<~``): a progress line is one line; the whole text is in the
+    run's table and files."""
+    columns = columns or width()
+    return text if len(text) <= columns else text[: max(columns - 3, 0)] + "..."
+
+
+def verdict_line(verdict: Verdict, done: int, total: int, *, width: int | None = None, id_width: int = 11) -> str:
+    """``[3/21] IFCA.C1  rate-consistent  12.3 s  summary...``: the summary's first clause, the
+    line cut to ``width`` (default: the terminal's, 100 where stderr is not one)."""
     head = f"[{done}/{total}] {verdict.id:<{id_width}} {verdict.verdict:<17} {verdict.seconds:7.1f} s  "
-    return _cut(head + _cut(verdict.summary, summary), width)
+    return fit_line(head + first_clause(verdict.summary), width)
 
 
 class RunDisplay:
@@ -93,8 +100,7 @@ class PlainDisplay(RunDisplay):
 
     def claim_finished(self, verdict: Verdict) -> None:
         super().claim_finished(verdict)
-        print(verdict_line(verdict, self.done, self.total, summary=PLAIN_SUMMARY, id_width=self.id_width),
-              file=self.stream, flush=True)
+        print(verdict_line(verdict, self.done, self.total, id_width=self.id_width), file=self.stream, flush=True)
 
 
 class TerminalDisplay(RunDisplay):
@@ -110,17 +116,21 @@ class TerminalDisplay(RunDisplay):
         from tqdm.auto import tqdm
 
         super().start(claims, kept)
-        self.bar = tqdm(total=self.total, initial=self.done, file=self.stream, bar_format="{desc}",
-                        dynamic_ncols=True, leave=False)
+        self.bar = tqdm(total=self.total, initial=self.done, file=self.stream, bar_format="{desc}", leave=False)
         self._draw()
         if self.refresh:
             threading.Thread(target=self._redraw, name="cflbounds-progress", daemon=True).start()
 
-    def status(self) -> str:
+    def status(self, columns: int | None = None) -> str:
+        """The live line, within ``columns`` (default: the terminal's): in words where they fit,
+        else without them, else cut."""
         running = (f"{self.running} {self.sweep}".rstrip() if self.running else
                    f"{len(self.scheduled)} running as Ray tasks" if self.scheduled else "-")
-        return (f"verify {self.done}/{self.total} claims | {running} | {duration(self.clock() - self.started)} "
-                f"elapsed | ETA {duration(self.eta())}")
+        elapsed, eta = duration(self.clock() - self.started), duration(self.eta())
+        words = f"verify {self.done}/{self.total} claims | {running} | {elapsed} elapsed | ETA {eta}"
+        terse = f"{self.done}/{self.total} {running} {elapsed} ETA {eta}"
+        columns = columns or width()
+        return words if len(words) < columns else fit_line(terse, columns - 1)  # the cursor's column stays free
 
     def claim_started(self, claim_id):
         with self.lock:
@@ -142,9 +152,7 @@ class TerminalDisplay(RunDisplay):
 
         with self.lock:
             super().claim_finished(verdict)
-            width = shutil.get_terminal_size().columns
-            tqdm.write(verdict_line(verdict, self.done, self.total, width=width, id_width=self.id_width),
-                       file=self.stream)
+            tqdm.write(verdict_line(verdict, self.done, self.total, id_width=self.id_width), file=self.stream)
             self._draw()
 
     def close(self):

@@ -38,6 +38,7 @@ from .._files import atomic_write_table, atomic_write_text, open_run_directory, 
 from .._read_json import check_json, check_unique_ids, load_json
 from .._schemas import VERDICTS_FILE
 from .._validation import InvalidParameterError
+from .checkpoints import check_checkpoints
 from .context import table_name_of
 from .verdict import Verdict, json_safe
 
@@ -152,7 +153,8 @@ class RunRecord:
         names it in errors) with no symbolic link among what a run writes
         (:func:`~cflbounds._files.open_run_directory`, which also removes the temporary files of
         a killed run), holding no earlier run, or with ``resume`` an earlier run made under the
-        same :data:`RESUME_SETTINGS`, whose verdicts are kept. Refusals raise
+        same :data:`RESUME_SETTINGS`, whose verdicts are kept and whose checkpoints are all
+        readable (:func:`~cflbounds.verify.checkpoints.check_checkpoints`). Refusals raise
         :class:`InvalidParameterError`. ``command``: the command line, for the metadata.
         """
         if context.workdir is None:
@@ -167,6 +169,7 @@ class RunRecord:
         else:
             earlier = read_record(path)
             _check_resumable(path, earlier, metadata, option)
+            check_checkpoints(directory)  # a damaged or crafted checkpoint is said now, in one line
             resumed = {key: metadata[key] for key in ("command", "started", "threads", "executor")}
             kept = {**earlier["metadata"], "finished": None,
                     "resumed": earlier["metadata"].get("resumed", []) + [resumed]}

@@ -30,7 +30,7 @@ from .claim import Claim, ClaimError
 from .failure import describe_failure
 
 __all__ = ["GROUP", "PluginProblem", "PluginSource", "claims", "get_claim", "plugin_problems", "plugin_sources",
-           "loaded_problems", "declaration_problems", "reload", "CLAIMS"]
+           "loaded_problems", "declaration_problems", "domain_parameters", "reload", "CLAIMS"]
 
 GROUP = "cflbounds.claims"
 _OWN = "cflbounds"
@@ -155,6 +155,14 @@ def reload() -> None:
 def claims() -> dict[str, Claim]:
     """Every registered claim by ID: cflbounds' own first, in declaration order, then plugins'."""
     return _registry()[0]
+
+
+def domain_parameters(claim_id: str):
+    """The parameters of the registered claim's domain (their ranges decide how a point of it is
+    printed: :func:`cflbounds.verify.domain.format_point`), None for a claim without a domain
+    or not installed here (a run's files read elsewhere)."""
+    claim = claims().get(claim_id)
+    return claim.domain.parameters if claim is not None and claim.domain is not None else None
 
 
 def plugin_problems() -> list[PluginProblem]:

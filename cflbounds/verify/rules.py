@@ -1,10 +1,10 @@
 """Decision rules: the statistics of a verdict as reusable pieces.
 
 A claim's check measures something and hands it to one of these rules; the rule returns
-a :class:`Decision` (a verdict word of :mod:`.verdict`, its evidence as numbers, a one-line
-summary, the confidence and sample size it rests on, and figure specs), which
-:meth:`Decision.as_verdict` turns into the claim's :class:`~.verdict.Verdict`. So a new
-claim never rewrites the statistics:
+a :class:`Decision` (a verdict word, its evidence as numbers, a one-line summary, the
+confidence and sample size it rests on, and figure specs), which :meth:`Decision.as_verdict`
+turns into the claim's :class:`~cflbounds.claims.Verdict`. So a new claim never rewrites the
+statistics:
 
 * :func:`deterministic` — a bound that must hold on every instance, up to a stated
   numerical tolerance (``measured <= bound (1 + rtol) + atol``);
@@ -16,7 +16,8 @@ claim never rewrites the statistics:
   of an error quantile against ``x`` with a bootstrap interval, against the exponent ``p``;
 * :func:`ordering` — ``A >= B`` (or ``A > B``) from paired samples, with a paired interval.
 
-Each builds on :mod:`.stats` (and :mod:`.orderings`), where the intervals live.
+Each builds on :mod:`cflbounds.claims.stats` (and :mod:`cflbounds.claims.orderings`), where the
+intervals live. The plugin API's name of this module is ``cflbounds.claims.rules``.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._words import plural
 from .domain import deterministic_allowed, format_ratio
 from .orderings import judge_ordering
 from .stats import bonferroni_confidence, clopper_pearson, fit_rate, mean_interval
@@ -34,7 +36,16 @@ __all__ = ["Decision", "deterministic", "exceedance", "exceedance_counts", "expe
 
 @dataclass(frozen=True)
 class Decision:
-    """What a decision rule concluded (module docstring)."""
+    """What a decision rule concluded from a claim's measurements, before it is a claim's verdict.
+
+    ``verdict`` is the verdict word (``holds``, ``violated``, ``vacuous``, ``inconclusive``, or
+    for :func:`rate` ``rate-consistent`` / ``rate-inconsistent``); ``evidence`` the numbers it
+    rests on, by name (counts, ratios, interval ends: what the report and ``verdicts.json``
+    show); ``summary`` one line saying the same in words, with those numbers; ``confidence``
+    the confidence of the statistics behind it (1.0 for a deterministic rule); ``trials`` the
+    sample size (instances, trials or paired runs); ``plot`` the figure specs the report draws,
+    the one that decided first. A check returns :meth:`as_verdict`'s :class:`~cflbounds.claims.Verdict`.
+    """
 
     verdict: str
     evidence: dict
@@ -192,11 +203,11 @@ def exceedance_counts(exceedances, trials, allowed, *, confidence: float = 0.95,
                 "worst_rate_high": float(high[worst]), "largest_frequency_over_allowed": float(over.max()),
                 "bonferroni_confidence": bonferroni_confidence(confidence, configurations)}
     name = f" ({labels[worst]})" if labels is not None else ""
-    summary = (f"{verdict}: over {configurations} configurations, the exceedance frequency reaches "
+    summary = (f"{verdict}: over {plural(configurations, 'configuration')}, the exceedance frequency reaches "
                f"{frequency[worst]:.4g} against the allowed {allowed[worst]:.4g}{name} (ratio "
                f"{format_ratio(over[worst])}; Bonferroni lower end "
-               f"{family_low[worst]:.4g}); {int(testable.sum())} configurations have enough trials to show the claim, "
-               f"{int(refuted.sum())} refute it")
+               f"{family_low[worst]:.4g}); {plural(int(testable.sum()), 'configuration')} with enough trials to show the "
+               f"claim, {int(refuted.sum())} refuting it")
     plot = [_ratio_figure(frequency, allowed, title or "exceedance frequency over the allowed probability, per "
                           "configuration (95% Clopper-Pearson interval)", "frequency / allowed",
                           "the allowed probability (ratio 1)", "allowed = 0", low=low, high=high,
@@ -214,8 +225,9 @@ def expectation(samples, bound, *, confidence: float = 0.95, labels=None, quanti
     draw; the mean of the bounds is then the bound on the mean).
 
     Per configuration the two-sided Student-t interval of the mean excess ``measured - bound``
-    (:func:`.stats.mean_interval`): ``violated`` when some configuration's lower end, at the
-    Bonferroni level over the configurations (:func:`.stats.bonferroni_confidence`: any one
+    (:func:`cflbounds.claims.stats.mean_interval`): ``violated`` when some configuration's lower
+    end, at the Bonferroni level over the configurations
+    (:func:`cflbounds.claims.stats.bonferroni_confidence`: any one
     configuration refutes the claim), is above 0; ``holds`` when every configuration's upper end
     at ``confidence`` is at most 0 (an intersection-union test needs no correction);
     ``vacuous`` when every bound is ``+inf``; ``inconclusive`` otherwise (a true bound that is

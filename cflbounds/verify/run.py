@@ -93,10 +93,13 @@ def _checks_in_workers(todo: list[str], context: VerifyContext, display: RunDisp
     shared = SharedExperiments()
     preload = (type(search).__module__,) if search is not None else ()
     on_cells = context.progress if callable(context.progress) else None
-    for claim_id in todo:
-        display.claim_started(claim_id)
-        yield claim_id, *check_in_worker(claim_id, context, search=search, timeout=timeout, shared=shared,
-                                         on_cells=on_cells, preload=preload)
+    try:
+        for claim_id in todo:
+            display.claim_started(claim_id)
+            yield claim_id, *check_in_worker(claim_id, context, search=search, timeout=timeout, shared=shared,
+                                             on_cells=on_cells, preload=preload)
+    finally:
+        shared.close()
 
 
 def verify_claims(ids=None, context: VerifyContext | None = None, *, skip=(),

@@ -67,7 +67,13 @@ def figure_specs(plot) -> list[dict]:
 
 @dataclass
 class Verdict:
-    """The outcome of checking one claim.
+    """The outcome of checking one claim: the claim's ``id``, the ``verdict`` word (``holds``,
+    ``violated``, ``vacuous``, ``unsatisfiable``, ``rate-consistent``, ``rate-inconsistent``,
+    ``inconclusive``, ``not-implemented`` or ``error``; ``holds`` and ``rate-consistent``
+    pass), the ``seed`` it is reproducible from, its ``trials`` and ``confidence``, a one-line
+    ``summary`` with the numbers that decided it, and the claim's ``statement`` and the run's
+    ``scale``. What a check returns (usually through :meth:`cflbounds.claims.rules.Decision.as_verdict`),
+    what ``verdicts.json`` holds one of per claim and what the report and the pytest plugin show.
 
     ``evidence`` holds numbers only (rates, frequencies, interval ends, sample sizes);
     ``assumptions`` the assumption checks as ``Inequality.as_dict()`` rows; ``plot`` the

@@ -4,9 +4,10 @@ runs every claim by default.
 The worker runs the same :func:`~cflbounds.verify.check.check_claim` as a check in this
 process, with the run's settings, the tables names other claims took (so a clash is resolved
 as in one process) and the experiments the claim's package shared so far
-(:meth:`VerifyContext.shared`); it sends back its verdict, its tables and the experiments it
-computed, in the checkpoint format (:mod:`.checkpoints`: data only, decoded here without
-executing anything). An experiment that is not data (a problem object, say) cannot cross:
+(:meth:`VerifyContext.shared`, read from files only when asked for: :class:`SharedExperiments`);
+it sends back its verdict and its tables in the checkpoint format (:mod:`.checkpoints`: data
+only, decoded here without executing anything), and writes the experiments it computed as files
+for the claims after it. An experiment that is not data (a problem object, say) cannot cross:
 a later claim of the package computes it again, which costs time, never a different verdict.
 
 When the worker gives no result (it exited, crashed, was killed, or ran past the claim's time
@@ -14,10 +15,10 @@ limit) the claim's verdict is ``error`` saying so, and the run goes on.
 """
 from __future__ import annotations
 
+import tempfile
 import time
+from pathlib import Path
 from typing import Callable
-
-import numpy as np
 
 from .check import check_claim
 from .checkpoints import decode, encode
@@ -30,22 +31,50 @@ __all__ = ["SharedExperiments", "check_in_worker"]
 
 
 class SharedExperiments:
-    """The experiments a run's claims shared so far, kept encoded (bytes) by cache key
-    ``(package, key)``: what a worker of that package gets, and what it added."""
+    """The experiments a run's claims shared so far: a private temporary folder holding one file
+    per experiment, in the checkpoint format (:mod:`.checkpoints`), written by the worker that
+    computed it, and the cache key ``(package, key)`` of each. A later worker of that package
+    reads (and decodes) only the experiments its claim asks for (:class:`_FromFiles`), so a large
+    experiment costs nothing to the claims that do not use it."""
 
     def __init__(self):
-        self.encoded: dict[tuple, bytes] = {}
+        self._folder = tempfile.TemporaryDirectory(prefix="cflbounds-shared-")
+        self.folder = Path(self._folder.name)
+        self.files: dict[tuple, str] = {}
 
     def of_package(self, package: str) -> list:
-        return [[key, np.frombuffer(blob, dtype=np.uint8)] for key, blob in self.encoded.items() if key[0] == package]
+        return [[key, path] for key, path in self.files.items() if key[0] == package]
 
     def add(self, entries: list) -> None:
-        for key, blob in entries:
-            self.encoded[tuple(key)] = np.asarray(blob).tobytes()
+        """Keep the ``[key, file name]`` pairs a worker wrote into :attr:`folder`."""
+        for key, name in entries:
+            path = self.folder / name
+            if path.parent == self.folder and path.is_file():  # a name the worker made, inside the folder
+                self.files[tuple(key)] = str(path)
+
+    def close(self) -> None:
+        self._folder.cleanup()
+
+
+class _FromFiles(dict):
+    """A context's cache whose experiments from other workers are read from their files when a
+    claim first asks for one (``in`` and ``[]``, what :meth:`VerifyContext.shared` uses)."""
+
+    def __init__(self, files: list):
+        super().__init__()
+        self.pending = {tuple(key): path for key, path in files}
+
+    def __contains__(self, key) -> bool:
+        return super().__contains__(key) or key in self.pending
+
+    def __getitem__(self, key):
+        if not super().__contains__(key) and key in self.pending:
+            self[key] = decode(Path(self.pending.pop(key)).read_bytes())
+        return super().__getitem__(key)
 
 
 def check_in_worker(claim_id: str, context: VerifyContext, *, search: Callable | None = None,
-                    timeout: float | None = None, shared: SharedExperiments | None = None,
+                    timeout: float | None = None, shared: SharedExperiments,
                     on_cells: Callable[[int, int], None] | None = None,
                     preload: tuple[str, ...] = ()) -> tuple[Verdict, dict]:
     """:func:`~cflbounds.verify.check.check_claim` of ``claim_id`` in a fresh worker process, at
@@ -54,12 +83,11 @@ def check_in_worker(claim_id: str, context: VerifyContext, *, search: Callable |
     claim = get_claim(claim_id)
     if claim.check is None and claim.domain is None:  # nothing of the claim's own code runs
         return check_claim(claim_id, context)
-    shared = shared if shared is not None else SharedExperiments()
     settings = {"scale": context.scale, "seed": context.seed, "device": context.device,
                 "executor": context.executor, "workdir": context.workdir,
                 "progress": None if callable(context.progress) or on_cells else context.progress}
     request = (claim_id, claim.package, claim.statement, settings, context.table_owners,
-               shared.of_package(claim.package), search, on_cells is not None)
+               shared.of_package(claim.package), str(shared.folder), search, on_cells is not None)
     started = time.perf_counter()
     try:
         reply = decode(run_in_worker(_check_here, request, timeout=timeout, preload=preload,
@@ -81,7 +109,7 @@ def _failed_verdict(claim, context: VerifyContext, failure: WorkerFailure) -> Ve
 
 
 def _check_here(claim_id: str, package: str, statement: str, settings: dict, owners: dict, experiments: list,
-                search, forward_cells: bool, *, send) -> bytes:
+                folder: str, search, forward_cells: bool, *, send) -> bytes:
     """The worker's side: find the claim among the installed plugins' (the one the caller
     means: same package and statement), check it, and encode what goes back."""
     claim = claims().get(claim_id)
@@ -91,15 +119,16 @@ def _check_here(claim_id: str, package: str, statement: str, settings: dict, own
                           "point, runs with --isolation none)")
     bar = settings.pop("progress")
     progress = (lambda done, total: send({"cells": [done, total]})) if forward_cells else bar
-    context = VerifyContext(**settings, progress=progress, _table_owner=owners)
-    for key, blob in experiments:
-        context.cache[tuple(key)] = decode(np.asarray(blob).tobytes())
+    context = VerifyContext(**settings, progress=progress, _table_owner=owners, cache=_FromFiles(experiments))
     before = set(context.cache)
     verdict, tables = check_claim(claim_id, context, search=search)
     added = []
     for key in set(context.cache) - before:
         try:
-            added.append([key, np.frombuffer(encode(context.cache[key]), dtype=np.uint8)])
+            data = encode(context.cache[key])
         except TypeError:  # not data: a later claim computes it again (module docstring)
-            pass
+            continue
+        name = f"{claim_id}-{len(added)}.npz"  # claim IDs are safe file names (verify.claim.ID_PATTERN)
+        (Path(folder) / name).write_bytes(data)
+        added.append([key, name])
     return encode({"verdict": verdict.to_dict(), "tables": tables, "shared": added})

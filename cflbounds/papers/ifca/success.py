@@ -159,6 +159,18 @@ def check_f2(ctx: VerifyContext) -> Verdict:
         plot=[_plot(outcomes)],
         details={"protocol": "official (authors' code): Bernoulli*r centers, Bernoulli inits, nearest-truth distance",
                  "grid": "full Fig. 2 protocol" if ctx.scale == "paper" else
-                 f"reduced protocol: {scale['panels']}, {scale['protocol']} (d = 100, r scaled by sqrt(10))",
+                 f"reduced protocol: {_grid_text(scale)} (r scaled by sqrt(10))",
                  **{f"axis {axis}": status for axis, status in statuses.items()}},
     )
+
+
+def _grid_text(scale: dict) -> str:
+    """A scale's reduced Fig. 2 grid in words: ``panel a: d = 100, m = 24, r in {0.1, 0.79}; ...;
+    12 trials, 3 restarts, 150 iterations``."""
+    def values(name, items):
+        return f"{name} = {items[0]:g}" if len(items) == 1 else f"{name} in {{{', '.join(f'{v:g}' for v in items)}}}"
+
+    panels = "; ".join(f"panel {panel}: " + ", ".join(values(name, items) for name, items in axes.items())
+                       for panel, axes in scale["panels"].items())
+    protocol = ", ".join(f"{count} {name}" for name, count in scale["protocol"].items())
+    return f"{panels}; {protocol}"
