@@ -20,7 +20,14 @@ import numpy as np
 from cflbounds.algorithms import local_gd_segments, scaffold
 from ..catalogue_quadratics import rounds_to, starts
 
-__all__ = ["dissimilarity", "fedavg_gaps", "scaffold_gaps", "best_rounds", "crossing", "rounds_per_efold"]
+__all__ = ["dissimilarity", "fedavg_gaps", "scaffold_gaps", "best_rounds", "crossing", "rounds_per_efold",
+           "WINDOW", "t4_rounds_per_efold"]
+
+# T4's window: from 1e-4 to 1e-8 of the start's gap. Earlier, the round's first steps (fast directions,
+# control variates from 0) are not yet the rate; later, option II's control variates started at 0 leave a
+# component near 1e-9 of the start's gap that decays by about one local step per round (seen on these
+# problems at K = 32: docs/papers.md)
+WINDOW = (1e-4, 1e-8)
 
 
 def dissimilarity(problem) -> tuple[np.ndarray, np.ndarray]:
@@ -56,11 +63,10 @@ def scaffold_gaps(problem, *, K: int, grid, rounds: int, distance: float, option
     return trace.objective_gap.reshape(problem.batch_size, len(grid), -1)
 
 
-def best_rounds(gaps: np.ndarray, accuracy) -> tuple[np.ndarray, np.ndarray]:
-    """Per problem, the fewest rounds to a gap at most ``accuracy`` (one per problem, or one for
-    all) over the grid, and the grid position that achieved it; ``inf`` where no step does."""
-    accuracy = np.broadcast_to(np.asarray(accuracy, dtype=float), gaps.shape[:1])
-    rounds = rounds_to(gaps, np.repeat(accuracy[:, None], gaps.shape[1], axis=1))
+def best_rounds(gaps: np.ndarray, accuracy: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per problem, the fewest (fractional: :func:`crossing`) rounds to a gap at most ``accuracy``
+    over the grid, and the grid position that achieved it; ``inf`` where no step does."""
+    rounds = crossing(gaps, accuracy)
     return rounds.min(axis=1), rounds.argmin(axis=1)
 
 
@@ -88,3 +94,13 @@ def rounds_per_efold(gaps: np.ndarray, first: float, last: float) -> tuple[np.nd
         reached = crossing(relative, last) - crossing(relative, first)
     per_efold = np.where(np.isfinite(reached), reached, np.inf) / np.log(first / last)
     return per_efold.min(axis=1), per_efold.argmin(axis=1)
+
+
+def t4_rounds_per_efold(problem, K: int, grid, option: str) -> tuple[np.ndarray, np.ndarray]:
+    """SCAFFOLD's rounds per e-fold of accuracy in :data:`WINDOW` (:func:`rounds_per_efold`) at K
+    local steps, the best of ``grid`` per problem, run from ``||x_0 - x*|| = 1`` for
+    ``1.5 ln(1/WINDOW[1]) / (K mu) + 10`` rounds (the smallest mu of the batch: enough for a step
+    of ``1/beta`` or more to cross the window)."""
+    mu = float(np.min(problem.strong_convexity))
+    rounds = int(np.ceil(1.5 * np.log(1.0 / WINDOW[1]) / (K * mu))) + 10
+    return rounds_per_efold(scaffold_gaps(problem, K=K, grid=grid, rounds=rounds, distance=1.0, option=option), *WINDOW)
