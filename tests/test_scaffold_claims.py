@@ -90,7 +90,7 @@ def _planted_bounds(old: str, new: str):
 ])
 def test_a_planted_wrong_term_is_flagged_by_the_domain(monkeypatch, make, old, new):
     d = make()
-    point = {**_simplest(d), **({"K": 8} if "K" in _simplest(d) else {"growth": 16.0})}
+    point = {**_simplest(d), **({"log2_K": 3} if "log2_K" in _simplest(d) else {"growth": 16.0})}
     honest = d.evaluate([point], [0], CTX)[0]
     monkeypatch.setattr(domain, "bounds", _planted_bounds(old, new))
     wrong = d.evaluate([point], [0], CTX)[0]

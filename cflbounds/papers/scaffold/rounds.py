@@ -99,8 +99,8 @@ def rounds_per_efold(gaps: np.ndarray, first: float, last: float) -> tuple[np.nd
 def t4_rounds_per_efold(problem, K: int, grid, option: str) -> tuple[np.ndarray, np.ndarray]:
     """SCAFFOLD's rounds per e-fold of accuracy in :data:`WINDOW` (:func:`rounds_per_efold`) at K
     local steps, the best of ``grid`` per problem, run from ``||x_0 - x*|| = 1`` for
-    ``1.5 ln(1/WINDOW[1]) / (K mu) + 10`` rounds (the smallest mu of the batch: enough for a step
-    of ``1/beta`` or more to cross the window)."""
+    ``ln(1/WINDOW[1]) / (K mu) + 10`` rounds (the smallest mu of the batch: enough for a step of
+    ``1/(2 beta)`` or more to cross the window; the best step of these runs is the grid's largest)."""
     mu = float(np.min(problem.strong_convexity))
-    rounds = int(np.ceil(1.5 * np.log(1.0 / WINDOW[1]) / (K * mu))) + 10
+    rounds = int(np.ceil(np.log(1.0 / WINDOW[1]) / (K * mu))) + 10
     return rounds_per_efold(scaffold_gaps(problem, K=K, grid=grid, rounds=rounds, distance=1.0, option=option), *WINDOW)
