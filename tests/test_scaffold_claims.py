@@ -1,8 +1,8 @@
 """SCAFFOLD's claims (cflbounds.papers.scaffold): the measured quantities in closed form
 (fractional rounds and rounds per e-fold of a geometric sequence; option I on clients that share
-one Hessian is gradient descent, K steps a round), the domains' instances within their readings on the simplest points, and a planted wrong
-term in each bound the domains use (Theorem 1's G term, Theorem 4's local-steps term) flagged as a
-violation. Each claim's verdict at smoke is tests/test_smoke_verdicts.py's."""
+one Hessian is gradient descent, K steps a round), the domains' instances within their readings on
+the simplest points, and a planted wrong term in each bound the domains use (Theorem 1's G term,
+Theorem 4's local-steps term) flagged as a violation. Each claim's verdict at smoke is tests/test_smoke_verdicts.py's."""
 from __future__ import annotations
 
 import inspect

@@ -30,7 +30,7 @@ import torch
 from .._threads import follow_load
 from .._validation import Boolean, Constraint, require, validate_params
 from .iterate_trace import IterateTrace, trace_of
-from .local_gd import SYNC, sync_times
+from .local_gd import SYNC, checked_start
 from .local_updates import COUNT, INIT, POSITIVE_STEP, PROBLEM, check_step, initial_points, step_schedule
 from ..synthetic.heterogeneous_quadratics import matvec
 
@@ -117,13 +117,7 @@ def local_gd_segments(problem, *, steps: int, step_size, sync, horizons=None, in
     there and ``averaged_gap`` ``f(x_bar_t) - f*`` (NaN at ``t = 0``), ``sync_steps`` the
     synchronisation times.
     """
-    M = problem.clients
-    require(np.allclose(problem.weights, 1.0 / M, rtol=1e-12, atol=0.0),
-            f"Local GD's objective is (1/M) sum_m f_m: the problem's weights must be uniform (1/{M} each); got "
-            f"weights from {np.min(problem.weights)!r} to {np.max(problem.weights)!r}.")
-    check_step(problem, "step_size", step_size)
-    x = initial_points(problem, init)
-    times = sync_times(sync, steps)
+    x, times = checked_start(problem, step_size, sync, steps, init)
     wanted = np.asarray([] if horizons is None else horizons, dtype=np.int64)
     recorded = np.unique(np.r_[times if record_syncs else [], wanted[wanted <= steps], steps]).astype(np.int64)
     events = np.unique(np.r_[times, recorded]).astype(np.int64).tolist()

@@ -102,6 +102,19 @@ def _rate_plot(variable_values, values, quantile, exponent, constant, quantity, 
                                          "y": (constant * x**exponent).tolist(), "style": "dashed"}]}
 
 
+def _directed_rate(points, x, errors, values, *, exponent: float, flip: bool, quantile: float, allowed: str,
+                   quantity: str, variable: str, seed: int, min_decades: float, n_boot: int):
+    """The rule on the transformed ``errors`` against ``x^exponent`` (module docstring), its slope
+    in the claim's own terms with its interval and implied constants, and the plot of ``values``
+    (their ``quantile``) against ``points`` beside the stated rate."""
+    decision = rules.rate(x, errors, exponent=exponent, seed=seed, min_decades=min_decades, n_boot=n_boot)
+    slope, interval, constants = _translated(decision, exponent, flip=flip)
+    constant = float(np.median([np.quantile(np.asarray(v, float), quantile) / p**exponent
+                                for v, p in zip(values, points)]))
+    plot = [_rate_plot(points, values, quantile, exponent, constant, quantity, variable, allowed)]
+    return decision, slope, interval, constants, plot
+
+
 def growth_rate(y, values, *, exponent: float, quantity: str, variable: str, seed: int = 0,
                 min_decades: float = 1.5, n_boot: int = 2000):
     """``values = O(y^exponent)`` as ``y`` grows (rounds that may grow at most so fast): the rule on
@@ -111,16 +124,15 @@ def growth_rate(y, values, *, exponent: float, quantity: str, variable: str, see
     y = np.asarray(y, dtype=float)
     x = 1.0 / y
     errors = [np.asarray(v, dtype=float) * xi ** (2 * exponent) for v, xi in zip(values, x)]
-    decision = rules.rate(x, errors, exponent=exponent, seed=seed, min_decades=min_decades, n_boot=n_boot)
-    slope, (low, high), constants = _translated(decision, exponent, flip=False)
+    decision, slope, (low, high), constants, plot = _directed_rate(
+        y, x, errors, values, exponent=exponent, flip=False, quantile=0.9, allowed="growing at most like",
+        quantity=quantity, variable=variable, seed=seed, min_decades=min_decades, n_boot=n_boot)
     summary = (f"{decision.verdict}: the 90% quantile of {quantity} grows as the power {slope:.3g} "
                f"[{low:.3g}, {high:.3g}] of {variable} over {decision.evidence['decades']:.2f} decades (allowed: at "
                f"most the power {exponent:g}); implied constant {quantity} / ({variable})^{exponent:g} from "
                f"{constants[0]:.3g} to {constants[1]:.3g}")
     evidence = {**decision.evidence, "growth_slope": slope, "growth_slope_low": low, "growth_slope_high": high,
                 "allowed_exponent": float(exponent)}
-    constant = float(np.median([np.quantile(np.asarray(v, float), 0.9) / yi**exponent for v, yi in zip(values, y)]))
-    plot = [_rate_plot(y, values, 0.9, exponent, constant, quantity, variable, "growing at most like")]
     return rules.Decision(decision.verdict, evidence, summary, decision.confidence, decision.trials, plot), slope
 
 
@@ -132,8 +144,9 @@ def floor_rate(x, values, *, exponent: float, quantity: str, variable: str, seed
     ``values / x^exponent``, the Omega's constant the runs support) and the slope."""
     x = np.asarray(x, dtype=float)
     errors = [xi ** (2 * exponent) / np.asarray(v, dtype=float) for v, xi in zip(values, x)]
-    decision = rules.rate(x, errors, exponent=exponent, seed=seed, min_decades=min_decades, n_boot=n_boot)
-    slope, (low, high), constants = _translated(decision, exponent, flip=True)
+    decision, slope, (low, high), constants, plot = _directed_rate(
+        x, x, errors, values, exponent=exponent, flip=True, quantile=0.1, allowed="falling no faster than",
+        quantity=quantity, variable=variable, seed=seed, min_decades=min_decades, n_boot=n_boot)
     summary = (f"{decision.verdict}: the 10% quantile of {quantity} falls as the power {slope:.3g} "
                f"[{low:.3g}, {high:.3g}] of {variable} over {decision.evidence['decades']:.2f} decades (allowed: no "
                f"faster than the power {exponent:g}); {quantity} / ({variable})^{exponent:g} from {constants[0]:.3g} to "
@@ -141,6 +154,4 @@ def floor_rate(x, values, *, exponent: float, quantity: str, variable: str, seed
     evidence = {**decision.evidence, "floor_slope": slope, "floor_slope_low": low, "floor_slope_high": high,
                 "floor_constant_min": float(constants[0]), "floor_constant_max": float(constants[1]),
                 "allowed_exponent": float(exponent)}
-    constant = float(np.median([np.quantile(np.asarray(v, float), 0.1) / xi**exponent for v, xi in zip(values, x)]))
-    plot = [_rate_plot(x, values, 0.1, exponent, constant, quantity, variable, "falling no faster than")]
     return rules.Decision(decision.verdict, evidence, summary, decision.confidence, decision.trials, plot), slope

@@ -36,62 +36,59 @@ STEP_FRACTIONS = (1.0, 0.1)  # Theorem 1's gamma as a fraction of 1/(4LH)
 _KEY_PROBLEMS = 71
 
 
-def _problems(ctx, family, M):
+def _family_problems(ctx):
+    """Each family's problems for each M: ``(family, M, problem, distance, constants)``."""
     size = SIZES[ctx.scale]
-    name, mu_over_L, heterogeneity, spread, distance = family
-    seeds = spawn_seeds(ctx.seed, size["problems"], _KEY_PROBLEMS, M, FAMILIES.index(family))
-    problem = quadratic_problems(seeds, clients=M, d=size["d"], mu_over_L=mu_over_L, heterogeneity=heterogeneity,
-                                 hessian_spread=spread, device=ctx.device)
-    return problem, distance
+    for family in FAMILIES:
+        name, mu_over_L, heterogeneity, spread, distance = family
+        for M in size["clients"]:
+            seeds = spawn_seeds(ctx.seed, size["problems"], _KEY_PROBLEMS, M, FAMILIES.index(family))
+            problem = quadratic_problems(seeds, clients=M, d=size["d"], mu_over_L=mu_over_L,
+                                         heterogeneity=heterogeneity, hessian_spread=spread, device=ctx.device)
+            yield family, M, problem, distance, cell_constants(problem)
 
 
 def _t1_rows(ctx) -> pd.DataFrame:
     size, rows = SIZES[ctx.scale], []
-    for family in FAMILIES:
-        for M in size["clients"]:
-            problem, distance = _problems(ctx, family, M)
-            constants = cell_constants(problem)
-            for H in size["H"]:
-                for fraction in STEP_FRACTIONS:
-                    gamma = fraction / (4.0 * constants["L"] * H)
-                    cells = run_cells(problem, distance=distance, step_size=gamma, sync=H, horizons=size["horizons"])
-                    for b in range(problem.batch_size):
-                        for h, T in enumerate(size["horizons"]):
-                            result = theorem1_terms(constants, b, distance, gamma[b], H, T)
-                            rows.append({"family": family[0], "M": M, "problem": b, "H": H, "step_fraction": fraction,
-                                         "gamma": float(gamma[b]), "T": int(T), "L": float(constants["L"][b]),
-                                         "sigma_sq": float(constants["sigma_sq"][b]),
-                                         "initial_distance_sq": distance**2, "measured": float(cells["gap"][b, h]),
-                                         "bound": float(result.value), "trivial": float(cells["trivial"][b]),
-                                         **{f"bound_{k}": float(v) for k, v in result.terms.items()},
-                                         "convex": bool(convexity_row(problem, b).holds)})
+    for family, M, problem, distance, constants in _family_problems(ctx):
+        for H in size["H"]:
+            for fraction in STEP_FRACTIONS:
+                gamma = fraction / (4.0 * constants["L"] * H)
+                cells = run_cells(problem, distance=distance, step_size=gamma, sync=H, horizons=size["horizons"])
+                for b in range(problem.batch_size):
+                    for h, T in enumerate(size["horizons"]):
+                        result = theorem1_terms(constants, b, distance, gamma[b], H, T)
+                        rows.append({"family": family[0], "M": M, "problem": b, "H": H, "step_fraction": fraction,
+                                     "gamma": float(gamma[b]), "T": int(T), "L": float(constants["L"][b]),
+                                     "sigma_sq": float(constants["sigma_sq"][b]),
+                                     "initial_distance_sq": distance**2, "measured": float(cells["gap"][b, h]),
+                                     "bound": float(result.value), "trivial": float(cells["trivial"][b]),
+                                     **{f"bound_{k}": float(v) for k, v in result.terms.items()},
+                                     "convex": bool(convexity_row(problem, b).holds)})
     return pd.DataFrame(rows)
 
 
 def _c1_rows(ctx) -> pd.DataFrame:
     size, rows = SIZES[ctx.scale], []
-    for family in FAMILIES:
-        for M in size["clients"]:
-            problem, distance = _problems(ctx, family, M)
-            constants = cell_constants(problem)
-            horizons = [T for T in size["horizons"] if T >= M]  # H = 1 <= sqrt(T/M) needs T >= M
-            largest = int(np.floor(np.sqrt(max(horizons) / M)))
-            for H in sorted({1, max(1, largest // 4), largest}):
-                ok = [T for T in horizons if H <= np.sqrt(T / M)]  # the corollary's range
-                if not ok:
-                    continue
-                batch = problem.subset(np.repeat(np.arange(problem.batch_size), len(ok)).tolist())
-                steps = np.array([bounds.corollary1_step(float(constants["L"][b]), M, T)
-                                  for b in range(problem.batch_size) for T in ok])
-                cells = run_cells(batch, distance=distance, step_size=steps, sync=H, horizons=ok)
-                for i, (b, T) in enumerate((b, T) for b in range(problem.batch_size) for T in ok):
-                    result = bounds.corollary1(initial_distance_sq=distance**2, sigma_sq=float(constants["sigma_sq"][b]),
-                                               L=float(constants["L"][b]), H=H, T=T, M=M)
-                    rows.append({"family": family[0], "M": M, "problem": b, "H": H, "T": T, "gamma": float(steps[i]),
-                                 "L": float(constants["L"][b]), "sigma_sq": float(constants["sigma_sq"][b]),
-                                 "initial_distance_sq": distance**2, "measured": float(cells["gap"][i, ok.index(T)]),
-                                 "bound": float(result.value), "trivial": float(cells["trivial"][i]),
-                                 **{f"bound_{k}": float(v) for k, v in result.terms.items()}})
+    for family, M, problem, distance, constants in _family_problems(ctx):
+        horizons = [T for T in size["horizons"] if T >= M]  # H = 1 <= sqrt(T/M) needs T >= M
+        largest = int(np.floor(np.sqrt(max(horizons) / M)))
+        for H in sorted({1, max(1, largest // 4), largest}):
+            ok = [T for T in horizons if H <= np.sqrt(T / M)]  # the corollary's range
+            if not ok:
+                continue
+            batch = problem.subset(np.repeat(np.arange(problem.batch_size), len(ok)).tolist())
+            steps = np.array([bounds.corollary1_step(float(constants["L"][b]), M, T)
+                              for b in range(problem.batch_size) for T in ok])
+            cells = run_cells(batch, distance=distance, step_size=steps, sync=H, horizons=ok)
+            for i, (b, T) in enumerate((b, T) for b in range(problem.batch_size) for T in ok):
+                result = bounds.corollary1(initial_distance_sq=distance**2, sigma_sq=float(constants["sigma_sq"][b]),
+                                           L=float(constants["L"][b]), H=H, T=T, M=M)
+                rows.append({"family": family[0], "M": M, "problem": b, "H": H, "T": T, "gamma": float(steps[i]),
+                             "L": float(constants["L"][b]), "sigma_sq": float(constants["sigma_sq"][b]),
+                             "initial_distance_sq": distance**2, "measured": float(cells["gap"][i, ok.index(T)]),
+                             "bound": float(result.value), "trivial": float(cells["trivial"][i]),
+                             **{f"bound_{k}": float(v) for k, v in result.terms.items()}})
     return pd.DataFrame(rows)
 
 

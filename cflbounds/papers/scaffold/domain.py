@@ -102,11 +102,16 @@ def _t1_instances(points, seeds, ctx) -> list[Instance]:
     return instances
 
 
+def _domain(parameters, evaluate, note: str) -> Domain:
+    """A deterministic domain whose tolerance is the step grid's resolution (module docstring)."""
+    return Domain(list(parameters), evaluate, rule="deterministic", rtol=GRID_RATIO - 1.0, note=note)
+
+
 def t1_domain(parameters=None) -> Domain:
     """SCAFFOLD.T1's domain (module docstring; ``parameters`` narrows the ranges)."""
-    return Domain(list(parameters or GROWTH_PARAMETERS), _t1_instances, rule="deterministic", rtol=GRID_RATIO - 1.0,
-                  note="quadratics (N = 8, d = 4, beta = 1) by mu/beta, Hessian spread, heterogeneity and the factor G "
-                       "grows by: FedAvg's rounds to eps grow no more than Theorem 1's expression")
+    return _domain(parameters or GROWTH_PARAMETERS, _t1_instances,
+                   "quadratics (N = 8, d = 4, beta = 1) by mu/beta, Hessian spread, heterogeneity and the factor G grows "
+                   "by: FedAvg's rounds to eps grow no more than Theorem 1's expression")
 
 
 def _t4_instances(points, seeds, ctx) -> list[Instance]:
@@ -145,10 +150,9 @@ def _t4_instances(points, seeds, ctx) -> list[Instance]:
 
 def t4_domain(parameters=None) -> Domain:
     """SCAFFOLD.T4's domain (module docstring; ``parameters`` narrows the ranges)."""
-    return Domain(list(parameters or T4_PARAMETERS), _t4_instances, rule="deterministic", rtol=GRID_RATIO - 1.0,
-                  note="quadratics (N = 8, d = 4, beta = 1) by mu/beta, a small Hessian spread, heterogeneity and K = 2..32: "
-                       "SCAFFOLD's rounds per e-fold at K over K = 1 within Theorem 4's (beta + delta K)/(K (beta + "
-                       "delta))")
+    return _domain(parameters or T4_PARAMETERS, _t4_instances,
+                   "quadratics (N = 8, d = 4, beta = 1) by mu/beta, a small Hessian spread, heterogeneity and K = 2..32: "
+                   "SCAFFOLD's rounds per e-fold at K over K = 1 within Theorem 4's (beta + delta K)/(K (beta + delta))")
 
 
 DOMAINS = {"SCAFFOLD.T1": t1_domain(), "SCAFFOLD.T4": t4_domain()}
