@@ -96,3 +96,4 @@ def test_a_planted_wrong_term_is_flagged_by_the_domain(monkeypatch, make, old, n
     wrong = d.evaluate([point], [0], CTX)[0]
     assert honest.admissible and d.ratio(honest) <= 1
     assert wrong.admissible and d.ratio(wrong) > 1, (wrong.measured, wrong.bound)
+
