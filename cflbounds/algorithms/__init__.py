@@ -28,7 +28,8 @@ from .ifca_models import IfcaModelsTrace, ifca_models
 from .iterate_trace import IterateTrace, MeasuredConstant, measured_gradient_bound
 from .lcfl import LcflTrace, lcfl
 from .local_gd import local_gd
-from .local_updates import DecayingStep, paper_step
+from .local_gd_segments import local_gd_segments
+from .local_updates import DecayingStep, RoundDecayingStep, paper_step
 from .scaffold import fedavg_two_steps, scaffold
 from .small_models import MLP, BoundedLinear, SoftmaxRegression, initial_parameters
 from .trace import ClusteringTrace, matched_distances
@@ -74,7 +75,9 @@ __all__ = [
     "fedavg_two_steps",
     "scaffold",
     "local_gd",
+    "local_gd_segments",
     "DecayingStep",
+    "RoundDecayingStep",
     "paper_step",
     "IterateTrace",
     "MeasuredConstant",

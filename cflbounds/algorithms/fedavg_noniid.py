@@ -13,7 +13,8 @@ aggregated: the same models as running the sampled devices alone (a device's noi
 and Assumption 4's ``E||grad F_k(w_t^k, xi)||^2`` is defined, and recorded, for every ``k``.
 
 Step sizes: ``DecayingStep(mu, gamma)``, Theorem 1's ``eta_t = 2/(mu (gamma + t))`` (``paper_step``
-gives ``gamma = max(8 kappa, E)``), or a constant (Theorem 4's setting).
+gives ``gamma = max(8 kappa, E)``), a constant (Theorem 4's setting), or the official code's
+``RoundDecayingStep`` (``lr / (round + 1)``, constant within a round).
 """
 from __future__ import annotations
 
@@ -51,7 +52,8 @@ def fedavg_noniid(problem, *, rounds: int, local_steps: int, step_size, scheme: 
     Parameters
     ----------
     problem : the batch of problems (one run each).
-    step_size : a constant (float or one per run) or a ``DecayingStep``.
+    step_size : a constant (float or one per run), a ``DecayingStep`` (the theorems') or a
+        ``RoundDecayingStep`` (the authors' code's ``lr / (round + 1)``).
     scheme : ``full``, ``scheme-I``, ``scheme-II`` or ``mcmahan``.
     sampled : K, the devices aggregated per round (``1 <= K <= N``; required unless ``full``).
     init : ``w_1``, ``(d,)`` or ``(B, d)``; zeros by default.

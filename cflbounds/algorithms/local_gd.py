@@ -22,9 +22,9 @@ from .iterate_trace import IterateTrace, trace_of
 from .local_updates import COUNT, INIT, POSITIVE_STEP, PROBLEM, check_step, client_updates, initial_points, \
     step_schedule
 
-__all__ = ["local_gd", "sync_times"]
+__all__ = ["local_gd", "checked_start", "sync_times", "SYNC"]
 
-_SYNC = Constraint(lambda v: (isinstance(v, Integral) and not isinstance(v, bool) and v >= 1)
+SYNC = Constraint(lambda v: (isinstance(v, Integral) and not isinstance(v, bool) and v >= 1)
                    or (np.ndim(v) == 1 and len(v) > 0 and np.asarray(v).dtype.kind in "iu"
                        and bool(np.all(np.diff(v) > 0)) and int(np.min(v)) >= 1),
                    "an int H >= 1 (every H steps) or increasing positive ints (the synchronisation times)")
@@ -36,9 +36,20 @@ def sync_times(sync, steps: int) -> np.ndarray:
     return times[times <= steps]
 
 
-@validate_params({"problem": [PROBLEM], "steps": COUNT, "step_size": [POSITIVE_STEP], "sync": [_SYNC],
+@validate_params({"problem": [PROBLEM], "steps": COUNT, "step_size": [POSITIVE_STEP], "sync": [SYNC],
                   "init": INIT})
 @follow_load()
+def checked_start(problem, step_size, sync, steps: int, init) -> tuple[np.ndarray, np.ndarray]:
+    """What both local GD routines check before any work (uniform weights: the objective is
+    ``(1/M) sum_m f_m``; the step), and their start points and synchronisation times."""
+    M = problem.clients
+    require(np.allclose(problem.weights, 1.0 / M, rtol=1e-12, atol=0.0),
+            f"Local GD's objective is (1/M) sum_m f_m: the problem's weights must be uniform (1/{M} each); got "
+            f"weights from {np.min(problem.weights)!r} to {np.max(problem.weights)!r}.")
+    check_step(problem, "step_size", step_size)
+    return initial_points(problem, init), sync_times(sync, steps)
+
+
 def local_gd(problem, *, steps: int, step_size, sync, init=None) -> IterateTrace:
     """Run local GD (module docstring) for ``T = steps`` steps on every run of the batch.
 
@@ -51,14 +62,8 @@ def local_gd(problem, *, steps: int, step_size, sync, init=None) -> IterateTrace
     Returns an :class:`IterateTrace` whose points are ``x_hat_t``, ``t = 0..T``, with
     ``averaged_gap[:, T] = f(x_bar_T) - f*`` and the synchronisation times in ``sync_steps``.
     """
-    M = problem.clients
-    require(np.allclose(problem.weights, 1.0 / M, rtol=1e-12, atol=0.0),
-            f"Local GD's objective is (1/M) sum_m f_m: the problem's weights must be uniform (1/{M} each); got "
-            f"weights from {np.min(problem.weights)!r} to {np.max(problem.weights)!r}.")
-    check_step(problem, "step_size", step_size)
-    x = initial_points(problem, init)
-    times = sync_times(sync, steps)
-    B, d = problem.batch_size, problem.d
+    x, times = checked_start(problem, step_size, sync, steps, init)
+    B, M, d = problem.batch_size, problem.clients, problem.d
     step = step_schedule(step_size, B, problem.dtype, problem.device)
     oracle = problem.oracle()
     averages = np.empty((B, steps + 1, d))

@@ -32,7 +32,7 @@ import torch
 from .._validation import ArrayLike, Constraint, Interval, SeedArray, require
 from ..synthetic.counter_random import counter_hash
 
-__all__ = ["DecayingStep", "paper_step", "run_keys", "client_keys", "step_schedule", "client_updates", "check_step",
+__all__ = ["DecayingStep", "RoundDecayingStep", "paper_step", "run_keys", "client_keys", "step_schedule", "client_updates", "check_step",
            "initial_points", "PROBLEM", "STEP_SIZE", "POSITIVE_STEP", "COUNT", "SEED", "INIT",
            "STREAM_NOISE", "STREAM_CONTROL", "STREAM_SAMPLING"]
 
@@ -47,6 +47,17 @@ class DecayingStep:
 
     mu: object
     gamma: object
+
+
+@dataclass(frozen=True)
+class RoundDecayingStep:
+    """The step of Li et al.'s official code (github.com/lx10077/fedavgpy,
+    ``inverse_prop_decay_learning_rate``): ``lr / (r + 1)`` for every local step of round
+    ``r = 0, 1, ...`` of ``local_steps`` steps, where the theorems decay ``eta_t`` every step.
+    ``lr`` is a float or one per run ``(B,)``."""
+
+    lr: object
+    local_steps: int
 
 
 def paper_step(problem, local_steps: int) -> DecayingStep:
@@ -70,7 +81,10 @@ PROBLEM = Constraint(_is_problem, "a federated problem (e.g. HeterogeneousQuadra
 POSITIVE_STEP = Constraint(lambda v: not isinstance(v, (bool, str)) and _positive(v),
                            "a positive float or one per run")
 STEP_SIZE = Constraint(lambda v: isinstance(v, DecayingStep) and _positive(v.mu) and _positive(v.gamma)
-                       or POSITIVE_STEP.is_satisfied_by(v), "a positive float, one per run, or a DecayingStep")
+                       or isinstance(v, RoundDecayingStep) and _positive(v.lr)
+                       and isinstance(v.local_steps, Integral) and v.local_steps >= 1
+                       or POSITIVE_STEP.is_satisfied_by(v),
+                       "a positive float, one per run, a DecayingStep or a RoundDecayingStep")
 COUNT = [Interval(Integral, 1, None, closed="left")]
 SEED = [Interval(Integral, 0, None, closed="left"), SeedArray]
 INIT = [Constraint(lambda v: v is None or ArrayLike.is_satisfied_by(v), "None or a finite (d,) or (B, d) array")]
@@ -96,6 +110,10 @@ def step_schedule(step_size, runs: int, dtype, device) -> Callable[[int], torch.
         mu = np.broadcast_to(np.asarray(step_size.mu, dtype=float), (runs,))
         gamma = np.broadcast_to(np.asarray(step_size.gamma, dtype=float), (runs,))
         return lambda t: torch.as_tensor(2.0 / (mu * (gamma + t + 1.0)), dtype=dtype, device=device)[:, None, None]
+    if isinstance(step_size, RoundDecayingStep):
+        lr = np.broadcast_to(np.asarray(step_size.lr, dtype=float), (runs,))
+        E = int(step_size.local_steps)
+        return lambda t: torch.as_tensor(lr / (1.0 + t // E), dtype=dtype, device=device)[:, None, None]
     constant = torch.as_tensor(np.broadcast_to(np.asarray(step_size, dtype=float), (runs,)).copy(), dtype=dtype,
                                device=device)[:, None, None]
     return lambda t: constant
@@ -112,6 +130,8 @@ def check_step(problem, name: str, step_size) -> None:
     if isinstance(step_size, DecayingStep):
         _per_run(problem, f"{name}.mu", step_size.mu)
         _per_run(problem, f"{name}.gamma", step_size.gamma)
+    elif isinstance(step_size, RoundDecayingStep):
+        _per_run(problem, f"{name}.lr", step_size.lr)
     else:
         _per_run(problem, name, step_size)
 

@@ -289,9 +289,11 @@ def theorem3_unbalanced(*, L, mu, E, T, G, Gamma, sigma_sq_sum, initial_distance
     within("nu", nu, caller, 1, N, rule="nu = N max_k p_k <= N")
     if N == 1:
         within("varsigma", varsigma, caller, 1, 1, rule="one device: nu = varsigma = 1")
-    else:  # some p with N max p = nu and N min p = varsigma exists iff both inequalities hold
-        within("varsigma", varsigma, caller, max(0.0, N - (N - 1) * nu), (N - nu) / (N - 1),
-               closed="right" if N - (N - 1) * nu <= 0 else "both",
+    else:  # some p with N max p = nu and N min p = varsigma exists iff both inequalities hold; both sides are
+        # sums of N float weights (at N = 2 the range is one point): a rounding of them is allowed
+        rounding = _SUM_TOLERANCE * N
+        within("varsigma", varsigma, caller, max(0.0, N - (N - 1) * nu - rounding), (N - nu) / (N - 1) + rounding,
+               closed="right" if N - (N - 1) * nu - rounding <= 0 else "both",
                rule="the weights p of nu and N: nu + (N - 1) varsigma <= N <= (N - 1) nu + varsigma")
     L_tilde, mu_tilde = nu * L, varsigma * mu
     _check_mu(mu, L, caller)

@@ -17,6 +17,7 @@ from numbers import Integral
 
 import numpy as np
 
+from .._validation import InvalidParameterError
 from ._constraints import COUNT, NONNEGATIVE, POSITIVE, bound_params, within
 from ._docstring import appended, parameters
 from ._report import BoundResult, Inequality
@@ -113,8 +114,17 @@ def corollary1_follows(*, initial_distance_sq, sigma_sq, L, H, T, M) -> BoundRes
     """
     _check_corollary_range(H, T, M, "corollary1_follows")
     step = corollary1_step(L, M, T)
+    constants = (f"initial_distance_sq = {initial_distance_sq!r}, sigma_sq = {sigma_sq!r}, L = {L!r}, H = {H!r}, "
+                 f"T = {T!r}, M = {M!r}")
+    if not (np.isfinite(step) and step > 0):  # L near float64's ends: the step under- or overflows
+        raise InvalidParameterError(f"The 'L' parameter of corollary1_follows gives the step sqrt(M)/(4 L sqrt(T)) = "
+                                    f"{float(step)!r}, not a positive finite float ({constants}).")
     theorem = _theorem1(initial_distance_sq, sigma_sq, L, step, H, T)
     corollary = sum(_corollary1_terms(initial_distance_sq, sigma_sq, L, H, T, M).values())
+    if not (np.isfinite(sum(theorem.values())) and np.isfinite(corollary)):  # nothing to compare: both overflow
+        raise InvalidParameterError(f"The constants of corollary1_follows overflow float64: Theorem 1's bound "
+                                    f"{float(sum(theorem.values()))!r} against Corollary 1's {float(corollary)!r} "
+                                    f"({constants}).")
     rows = (*assumptions(L=L, gamma=step, H=H),
             Inequality("Theorem 1 at gamma = sqrt(M)/(4L sqrt(T)) <= Corollary 1's bound", sum(theorem.values()),
                        corollary, "<=", "Local GD Corollary 1 from Theorem 1"))

@@ -91,6 +91,8 @@ class QuadraticOracle(NamedTuple):
         ``(keys[b, s], counter)``, and ``E[||g||^2 | w] = ||grad F_k(w)||^2 + sigma_k^2``
         (exact: the noise is independent of ``w`` with mean 0), ``(B, S, d)`` and ``(B, S)``."""
         exact = self.gradient(models)
+        if not bool(self.noise_std.any()):  # sigma_k = 0: g is the gradient (exact + 0 z), no normals drawn
+            return exact, exact.square().sum(-1)
         d = models.shape[-1]
         normals = gaussian_noise(keys, counter, d, models.dtype, models.device)
         gradient = exact + (self.noise_std / np.sqrt(d))[..., None] * normals
