@@ -137,17 +137,18 @@ def test_falsify_contains_an_evaluation_that_hangs_or_exits(tmp_path):
 
 
 def test_the_users_interrupt_stops_a_run_whose_claim_is_in_a_worker(tmp_path):
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PLUGIN), os.environ.get("PYTHONPATH", "")])}
+    mark = tmp_path / "sleeping"  # HOSTILE.SLEEP makes it when its check starts in its worker
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PLUGIN), os.environ.get("PYTHONPATH", "")]),
+           "HOSTILE_SLEEP_MARK": str(mark)}
     process = subprocess.Popen([sys.executable, "-m", "cflbounds.cli", "verify", "HOSTILE.GOOD", "HOSTILE.SLEEP",
                                 "--scale", "smoke", "--out", "run"], cwd=tmp_path, env=env, stderr=subprocess.PIPE,
                                text=True)
-    record, deadline = tmp_path / "run" / "verdicts.json", time.monotonic() + 300
-    while not (record.exists() and '"id": "HOSTILE.GOOD"' in record.read_text(errors="replace")):
+    deadline = time.monotonic() + 300  # generous: a loaded machine
+    while not mark.exists():
         assert time.monotonic() < deadline and process.poll() is None
         time.sleep(0.2)
-    time.sleep(1.0)  # HOSTILE.SLEEP is under way in its worker
     process.send_signal(signal.SIGINT)
-    _, stderr = process.communicate(timeout=60)
+    _, stderr = process.communicate(timeout=300)
     assert process.returncode == 130, stderr
     assert "interrupted; 1 finished verdict kept" in stderr
 
