@@ -16,21 +16,21 @@ slots ``K`` and ``mu`` as a multiple of the smallest ``mu`` with ``rho > 0``.
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from itertools import product
 
 import numpy as np
 import pandas as pd
 
 from cflbounds.bounds import fedprox as bounds
-from cflbounds.claims import Inequality, VerifyContext, Verdict, rules
+from cflbounds.claims import Inequality, VerifyContext, Verdict
 from cflbounds.synthetic.dissimilarity_constants import dissimilarity_sup, gradient_variance_bound
 from cflbounds.synthetic.seeding import spawn_seeds
+from ..admissible import judged
 from .runs import RTOL, average_gradient_norm_sq, constants, convexity_row, largest_mu_rho, one_round, problems, rho_rows, \
     smallest_mu, starts
 
 __all__ = ["FAMILIES", "SIZES", "B_MIN", "check_t4", "check_c7", "check_t11", "check_t6", "check_c7_follows",
-           "t4_rows", "c7_rows", "t11_rows", "t6_rows", "follows_rows", "judged"]
+           "t4_rows", "c7_rows", "t11_rows", "t6_rows", "follows_rows"]
 
 # (name, mu/L, heterogeneity ||b_k||, Hessian spread, negative curvature)
 FAMILIES = {"convex": ("convex", 0.1, 1.0, 0.5, 0.0), "non-convex": ("non-convex clients", 0.5, 1.0, 0.8, 1.0),
@@ -211,34 +211,6 @@ def follows_rows(ctx: VerifyContext, corollary=bounds.corollary7_follows) -> pd.
     return pd.DataFrame(rows)
 
 
-def judged(claim_id: str, ctx, table: pd.DataFrame, quantity: str, details: dict, describe) -> Verdict:
-    """``rules.deterministic`` on the admissible rows (``inconclusive`` when there is none); the
-    summary adds the inadmissible count and the instance closest to its bound (``describe(row)``),
-    the assumption rows are that instance's."""
-    admissible = table[table["admissible"]]
-    if admissible.empty:
-        return Verdict(claim_id, "inconclusive", {"instances": len(table), "admissible_instances": 0}, ctx.seed,
-                       len(table), 1.0, f"inconclusive: none of the {len(table)} instances meets the theorem's "
-                       "hypotheses (rho > 0, ...)", assumptions=list(table.iloc[0]["rows"]), details=details)
-    decision = rules.deterministic(admissible["measured"].to_numpy(), admissible["bound"].to_numpy(), rtol=RTOL,
-                                   quantity=quantity, title=f"{claim_id}: {quantity} over the bound, per instance")
-    ratio = admissible["measured"] / admissible["bound"]
-    closest = admissible.loc[ratio.idxmax()]
-    evidence = {"admissible_instances": len(admissible), "inadmissible_instances": len(table) - len(admissible),
-                "measured_over_bound_max": float(ratio.max()), "measured_over_bound_median": float(ratio.median())}
-    if "promised" in admissible:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            kept = admissible["decrease"] / admissible["promised"]
-        evidence.update(decrease_over_promised_min=float(kept.min()), decrease_over_promised_median=float(kept.median()))
-    kept = (f"; the realised decrease is at least {evidence['decrease_over_promised_min']:.4g} times the promised "
-            f"rho ||grad f(w^t)||^2 (median {evidence['decrease_over_promised_median']:.3g})"
-            if "decrease_over_promised_min" in evidence else "")
-    summary = (f"{decision.verdict}: {decision.summary.split(': ', 1)[1]} over {len(admissible)} admissible instances "
-               f"({len(table) - len(admissible)} inadmissible){kept}; closest: {describe(closest)}")
-    return replace(decision, summary=summary).as_verdict(claim_id, ctx, evidence=evidence, details=details,
-                                                         assumptions=list(closest["rows"]))
-
-
 def _round_summary(row) -> str:
     return (f"{row['family']}, {row['solver']}, K = {int(row['K'])}, B(w^t) = {row['B_at_w']:.3g}, gamma = "
             f"{row['gamma']:.2g}, mu = {row['mu']:.3g}: E f(w^(t+1)) - f* = {row['measured']:.4g} against "
@@ -270,7 +242,7 @@ def check_t4(ctx: VerifyContext, rho=bounds.rho) -> Verdict:
     details = {**_ROUND, **_experiments(table), "constants": "B = B(w^t) exactly, gamma = the largest realised "
                "gamma_k, L = max |eigenvalue|, L_minus exact; mu = factor x the smallest mu with rho > 0",
                "instances": f"{len(table)} (problem, distance, solver, K, mu)"}
-    return judged("FEDPROX.T4", ctx, table, "E f(w^(t+1)) - f*", details, _round_summary)
+    return judged("FEDPROX.T4", ctx, table, RTOL, "E f(w^(t+1)) - f*", details, _round_summary)
 
 
 def check_c7(ctx: VerifyContext, corollary=bounds.corollary7) -> Verdict:
@@ -281,7 +253,7 @@ def check_c7(ctx: VerifyContext, corollary=bounds.corollary7) -> Verdict:
                f"solves (gamma = 0), B = max(B(w^t), {B_MIN:g}) (1 << B read as B >= {B_MIN:g}), mu = 6 L B^2, "
                "K = ceil((B/r)^2), r = B/sqrt(K) in " + str(SIZES[ctx.scale]["ratios"]),
                "instances": f"{len(table)} (problem, distance, r)"}
-    return judged("FEDPROX.C7", ctx, table, "E f(w^(t+1)) - f*", details, lambda row: (
+    return judged("FEDPROX.C7", ctx, table, RTOL, "E f(w^(t+1)) - f*", details, lambda row: (
         f"B = {row['B']:.3g}, K = {int(row['K'])} (r = {row['ratio']:g}): E f(w^(t+1)) - f* = {row['measured']:.4g} "
         f"against {row['bound']:.4g} (decrease {row['decrease']:.3g}, promised {row['promised']:.3g})"))
 
@@ -293,7 +265,7 @@ def check_t11(ctx: VerifyContext, theorem=bounds.theorem11) -> Verdict:
     details = {**_ROUND, "constants": "sigma^2 exact (the variance is constant when the Hessians are equal), eps = "
                "fraction x ||grad f(w^t)||^2, B = sqrt(1 + sigma^2/eps), gamma = the largest realised gamma_k",
                "instances": f"{len(table)} (problem, distance, eps, solver, K, mu)"}
-    return judged("FEDPROX.T11", ctx, table, "E f(w^(t+1)) - f*", details, _round_summary)
+    return judged("FEDPROX.T11", ctx, table, RTOL, "E f(w^(t+1)) - f*", details, _round_summary)
 
 
 def check_t6(ctx: VerifyContext, theorem=bounds.theorem6_rounds) -> Verdict:
@@ -305,7 +277,7 @@ def check_t6(ctx: VerifyContext, theorem=bounds.theorem6_rounds) -> Verdict:
                "constants": "B = B_eps exactly (the sup of B(w) over ||grad f(w)||^2 > eps, a trust-region problem), "
                             "K = ceil(8 B_eps^2), T = ceil(Delta/(rho eps)) (the telescoping's constant)",
                "problems": _ROUND["problems"], "instances": f"{len(table)} (problem, distance, eps, mu)"}
-    return judged("FEDPROX.T6", ctx, table, "average E||grad f(w^t)||^2", details, lambda row: (
+    return judged("FEDPROX.T6", ctx, table, RTOL, "average E||grad f(w^t)||^2", details, lambda row: (
         f"{row['family']}, eps = {row['epsilon']:.3g}, B_eps = {row['B']:.3g}, K = {int(row['K'])}, mu = "
         f"{row['mu']:.3g} ({row['mu_choice']}), T = {row['T']:.4g}: average {row['measured']:.4g} against eps"))
 
@@ -317,6 +289,6 @@ def check_c7_follows(ctx: VerifyContext, corollary=bounds.corollary7_follows) ->
     details = {"measured": "Corollary 7's rho = 1/(24 L B^2)", "bound": "Theorem 4's rho at gamma = 0, L_minus = 0, "
                "mu = 6 L B^2", "range": f"B >= {B_MIN:g} (1 << B), B <= 0.5 sqrt(K)",
                "instances": f"{len(table)} (L, B, r = B/sqrt(K))"}
-    return judged("FEDPROX.C7-FROM-T4", ctx, table, "the corollary's rho", details, lambda row: (
+    return judged("FEDPROX.C7-FROM-T4", ctx, table, RTOL, "the corollary's rho", details, lambda row: (
         f"B = {row['B']:g}, K = {int(row['K'])} (B/sqrt(K) = {row['B_over_sqrt_K']:.3g}): 1/(24 L B^2) = "
         f"{row['measured']:.4g} against Theorem 4's {row['bound']:.4g}"))
