@@ -38,7 +38,7 @@ __all__ = ["RTOL", "SIZES", "table_of", "t1_rows", "c1_rows", "split_rows", "fol
 # alpha is a float64 cosine of exact gradients, the bounds closed forms of the gamma_i: 1e-9 is
 # rounding's allowance, far below the planted errors the tests catch
 RTOL = 1e-9
-SIZES = {"smoke": {"problems": 2, "k": (2, 3), "per_distribution": (2,), "d": 4, "gamma": (0.2, 0.6),
+SIZES = {"smoke": {"problems": 2, "k": (2, 3), "per_distribution": (2,), "d": 4, "gamma": (0.2, 0.6, 0.9),
                    "gamma_spread": (0.0,), "directions": ("random", "adversarial"), "hessian_spread": (0.5,),
                    "digits": 0},
          "default": {"problems": 4, "k": (2, 3, 4), "per_distribution": (2, 4), "d": 6, "gamma": (0.1, 0.3, 0.5, 0.7, 0.9),
@@ -142,6 +142,7 @@ def split_rows(table: pd.DataFrame, threshold=bounds.split_threshold) -> pd.Data
                           threshold(row["alpha_cross_max"]), gamma_max, ">", "CFL split test")
         rows.append({**row.drop(["gammas", "membership"]).to_dict(), "gamma_max_used": gamma_max,
                      "measured": float(row["split_exact"]), "bound": 0.0, "admissible": test.holds,
+                     "margin": test.slack,
                      "rows": [test.as_dict(), Inequality("every gamma_i <= gamma_max", row["gamma_max"], gamma_max, "<=",
                                                          "CFL split test").as_dict()]})
     return pd.DataFrame(rows)

@@ -30,7 +30,7 @@ from .runs import RTOL, average_gradient_norm_sq, constants, convexity_row, larg
     smallest_mu, starts
 
 __all__ = ["FAMILIES", "SIZES", "B_MIN", "check_t4", "check_c7", "check_t11", "check_t6", "check_c7_follows",
-           "t4_rows", "c7_rows", "t11_rows", "t6_rows", "follows_rows"]
+           "t4_rows", "c7_rows", "t11_rows", "t6_rows", "follows_rows", "corollary_range"]
 
 # (name, mu/L, heterogeneity ||b_k||, Hessian spread, negative curvature)
 FAMILIES = {"convex": ("convex", 0.1, 1.0, 0.5, 0.0), "non-convex": ("non-convex clients", 0.5, 1.0, 0.8, 1.0),
@@ -207,8 +207,14 @@ def follows_rows(ctx: VerifyContext, corollary=bounds.corollary7_follows) -> pd.
         rows.append({"L": L, "B": B, "ratio": ratio, "K": K, "B_over_sqrt_K": B / np.sqrt(K),
                      "measured": float(result.derived["corollary"]), "bound": float(result.value),
                      "theorem_over_corollary": float(result.derived["ratio"]), "admissible": True,
-                     "rows": [row.as_dict() for row in result.assumptions[:-1]]})
+                     "rows": [row.as_dict() for row in corollary_range(B, K)]})
     return pd.DataFrame(rows)
+
+
+def corollary_range(B: float, K: int) -> list[Inequality]:
+    """Corollary 7's range as rows: ``B <= 0.5 sqrt(K)`` and ``1 << B`` read as ``B >= B_MIN``."""
+    return [Inequality("B <= 0.5 sqrt(K)", B, 0.5 * np.sqrt(K), "<=", "FedProx Corollary 7"),
+            Inequality(f"B >= {B_MIN:g} (the reading of 1 << B)", B, B_MIN, ">=", "FedProx Corollary 7")]
 
 
 def _round_summary(row) -> str:

@@ -26,7 +26,7 @@ import numpy as np
 from cflbounds.bounds import fedprox as bounds
 from cflbounds.claims import Domain, Inequality, Instance, Parameter
 from cflbounds.synthetic.dissimilarity_constants import dissimilarity_sup, gradient_variance_bound
-from .checks import B_MIN
+from .checks import B_MIN, corollary_range
 from .runs import RTOL, average_gradient_norm_sq, constants, convexity_row, one_round, problems, rho_rows, \
     smallest_mu, starts
 
@@ -181,7 +181,7 @@ def _follows(points, seeds, ctx) -> list[Instance]:
         K = int(np.ceil((point["B"] / point["ratio"]) ** 2))
         result = bounds.corollary7_follows(L=point["L"], B=point["B"], K=K)
         instances.append(Instance(float(result.derived["corollary"]), float(result.value),
-                                  [row.as_dict() for row in result.assumptions[:-1]], details={
+                                  [row.as_dict() for row in corollary_range(point["B"], K)], details={
                                       "K": K, "B_over_sqrt_K": point["B"] / np.sqrt(K),
                                       "theorem_over_corollary": float(result.derived["ratio"]),
                                       "measured": "Corollary 7's rho 1/(24 L B^2)",
