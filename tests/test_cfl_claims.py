@@ -10,7 +10,7 @@ import pytest
 
 from cflbounds.bounds import cfl as bounds
 from cflbounds.papers.cfl import checks, runs
-from cflbounds.papers.cfl.domain import C1_AGGLOMERATIVE_DOMAIN, C1_DOMAIN, FOLLOWS_DOMAIN, SPLIT_DOMAIN, T1_DOMAIN
+from cflbounds.papers.cfl.domain import C1_CODE_DOMAIN, C1_DOMAIN, FOLLOWS_DOMAIN, SPLIT_DOMAIN, T1_DOMAIN
 from cflbounds.verify.context import VerifyContext
 
 
@@ -66,7 +66,7 @@ def test_split_count():
     assert runs.split_count([0, 1, 0, 1], [0, 0, 1, 1]) == 2
 
 
-@pytest.mark.parametrize("check", [checks.check_t1, checks.check_c1, checks.check_c1_agglomerative,
+@pytest.mark.parametrize("check", [checks.check_t1, checks.check_c1, checks.check_c1_code,
                                    checks.check_split, checks.check_c1_follows])
 def test_each_claims_smoke_verdict(ctx, check):
     verdict = check(ctx)
@@ -109,12 +109,12 @@ def test_a_split_distribution_violates_corollary_1():
     table = checks.c1_rows(pd.DataFrame([row]), ("exact", "agglomerative"))
     assert table["admissible"].all() and table["measured"].tolist() == [0.0, 1.0]
     ctx = VerifyContext(scale="smoke", seed=0, device="cpu")
-    verdict = checks.judged("CFL.C1-AGGLOMERATIVE", ctx, table[table["method"] == "agglomerative"], checks.RTOL,
+    verdict = checks.judged("CFL.C1-CODE", ctx, table[table["method"] == "agglomerative"], checks.RTOL,
                             "distributions split", {}, lambda r: "here")
     assert verdict.verdict == "violated"
 
 
-@pytest.mark.parametrize("domain", [T1_DOMAIN, C1_DOMAIN, C1_AGGLOMERATIVE_DOMAIN, SPLIT_DOMAIN, FOLLOWS_DOMAIN])
+@pytest.mark.parametrize("domain", [T1_DOMAIN, C1_DOMAIN, C1_CODE_DOMAIN, SPLIT_DOMAIN, FOLLOWS_DOMAIN])
 def test_each_domain_is_well_formed_and_evaluates_its_simplest_point(ctx, domain):
     assert domain.problems() == []
     point = {p.name: p.simplest for p in domain.parameters}

@@ -17,7 +17,7 @@ from functools import partial
 from cflbounds.bounds import cfl as bounds
 from cflbounds.claims import Claim
 from . import checks
-from .domain import C1_AGGLOMERATIVE_DOMAIN, C1_DOMAIN, FOLLOWS_DOMAIN, SPLIT_DOMAIN, T1_DOMAIN
+from .domain import C1_CODE_DOMAIN, C1_DOMAIN, FOLLOWS_DOMAIN, SPLIT_DOMAIN, T1_DOMAIN
 
 claim = partial(Claim, paper="CFL", reference="Sattler, Mueller, Samek, Clustered Federated Learning: Model-Agnostic "
                                                "Distributed Multitask Optimization Under Privacy Constraints, IEEE "
@@ -30,9 +30,9 @@ CLAIMS = [
           checks.check_t1, bounds.theorem1, domain=T1_DOMAIN),
     claim("CFL.C1", "If alpha_intra^min > alpha_cross^max, the bipartition minimising the largest cross similarity "
           "splits no distribution.", checks.check_c1, bounds.corollary1, domain=C1_DOMAIN),
-    claim("CFL.C1-AGGLOMERATIVE", "Corollary 1 on the authors' code's bipartition: if alpha_intra^min > "
+    claim("CFL.C1-CODE", "Corollary 1 on the authors' code's bipartition: if alpha_intra^min > "
           "alpha_cross^max, complete linkage on -alpha into two clusters splits no distribution.",
-          checks.check_c1_agglomerative, bounds.corollary1, domain=C1_AGGLOMERATIVE_DOMAIN),
+          checks.check_c1_code, bounds.corollary1, domain=C1_CODE_DOMAIN),
     claim("CFL.SPLIT", "The split test's guarantee: if every gamma_i <= gamma_max and sqrt((1 - alpha_cross^max)/2) > "
           "gamma_max, the argmin bipartition splits no distribution.", checks.check_split, bounds.split_criterion,
           domain=SPLIT_DOMAIN),

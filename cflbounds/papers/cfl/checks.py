@@ -1,5 +1,5 @@
 """How CFL's claims are measured and judged by their designed experiments (CFL.T1, C1,
-C1-AGGLOMERATIVE, SPLIT, C1-FROM-T1).
+C1-CODE, SPLIT, C1-FROM-T1).
 
 Each claim is an inequality or an implication that must hold on every admissible instance
 (:func:`cflbounds.claims.rules.deterministic`, tolerance :data:`RTOL`): Theorem 1's two
@@ -33,7 +33,7 @@ from ..admissible import judged
 from .runs import gamma_row, problems, separation
 
 __all__ = ["RTOL", "SIZES", "table_of", "t1_rows", "c1_rows", "split_rows", "follows_rows", "check_t1", "check_c1",
-           "check_c1_agglomerative", "check_split", "check_c1_follows"]
+           "check_c1_code", "check_split", "check_c1_follows"]
 
 # alpha is a float64 cosine of exact gradients, the bounds closed forms of the gamma_i: 1e-9 is
 # rounding's allowance, far below the planted errors the tests catch
@@ -205,9 +205,9 @@ def check_c1(ctx: VerifyContext) -> Verdict:
     return _check_c1("CFL.C1", ctx, ("exact", "exhaustive"))
 
 
-def check_c1_agglomerative(ctx: VerifyContext) -> Verdict:
+def check_c1_code(ctx: VerifyContext) -> Verdict:
     """CFL.C1 on the authors' code's bipartition (complete linkage on -alpha)."""
-    return _check_c1("CFL.C1-AGGLOMERATIVE", ctx, ("agglomerative",))
+    return _check_c1("CFL.C1-CODE", ctx, ("agglomerative",))
 
 
 def check_split(ctx: VerifyContext, threshold=bounds.split_threshold) -> Verdict:

@@ -1,4 +1,4 @@
-"""CFL's admissible domains, for ``cflbounds falsify`` (CFL.T1, C1, C1-AGGLOMERATIVE, SPLIT,
+"""CFL's admissible domains, for ``cflbounds falsify`` (CFL.T1, C1, C1-CODE, SPLIT,
 C1-FROM-T1).
 
 The measured claims search quadratic true risks by the distributions k, the clients per
@@ -22,7 +22,7 @@ from cflbounds.claims import Domain, Inequality, Instance, Parameter
 from .checks import RTOL
 from .runs import gamma_row, problems, separation
 
-__all__ = ["T1_DOMAIN", "C1_DOMAIN", "C1_AGGLOMERATIVE_DOMAIN", "SPLIT_DOMAIN", "FOLLOWS_DOMAIN"]
+__all__ = ["T1_DOMAIN", "C1_DOMAIN", "C1_CODE_DOMAIN", "SPLIT_DOMAIN", "FOLLOWS_DOMAIN"]
 
 _PARAMETERS = [
     Parameter("k", 2, 6, integer=True, description="distributions"),
@@ -112,7 +112,7 @@ _NOTE = ("quadratic true risks by k, clients per distribution, d, mu/L, Hessian 
          "errors' directions; one problem's exact alpha at theta*")
 T1_DOMAIN = _domain(_PARAMETERS, _t1, _NOTE)
 C1_DOMAIN = _domain(_PARAMETERS, _corollary("exact"), _NOTE + ", the argmin bipartition")
-C1_AGGLOMERATIVE_DOMAIN = _domain(_PARAMETERS, _corollary("agglomerative"), _NOTE + ", complete linkage on -alpha")
+C1_CODE_DOMAIN = _domain(_PARAMETERS, _corollary("agglomerative"), _NOTE + ", complete linkage on -alpha")
 SPLIT_DOMAIN = _domain([*_PARAMETERS, Parameter("gamma_max_factor", 1.0, 2.0, simple=1.0,
                                                 description="gamma_max / the largest gamma_i")], _split,
                        _NOTE + ", the split test at gamma_max")
