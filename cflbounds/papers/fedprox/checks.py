@@ -26,7 +26,7 @@ from cflbounds.claims import Inequality, VerifyContext, Verdict
 from cflbounds.synthetic.dissimilarity_constants import dissimilarity_sup, gradient_variance_bound
 from cflbounds.synthetic.seeding import spawn_seeds
 from ..admissible import judged
-from .runs import RTOL, average_gradient_norm_sq, constants, convexity_row, largest_mu_rho, one_round, problems, rho_rows, \
+from .runs import RTOL, average_gradient_norm_sq, constants, convexity_row, resolution_row, largest_mu_rho, one_round, problems, rho_rows, \
     smallest_mu, starts
 
 __all__ = ["FAMILIES", "SIZES", "B_MIN", "check_t4", "check_c7", "check_t11", "check_t6", "check_c7_follows",
@@ -185,7 +185,8 @@ def t6_rows(ctx: VerifyContext, theorem=bounds.theorem6_rounds) -> pd.DataFrame:
                     result = theorem(Delta=float(delta[b]), epsilon=float(epsilon[b]), mu=mu, gamma=0.0, B=B, L=L,
                                      L_minus=L_minus, K=K)
                     T = result.value
-                    admissible = all(row.holds for row in result.assumptions) and np.isfinite(T)
+                    checks = [*result.assumptions, resolution_row(problem, b, mu)]
+                    admissible = all(row.holds for row in checks) and np.isfinite(T)
                     measured = float(average_gradient_norm_sq(problem.subset([b]), w0[b:b + 1], mu, K, int(T))[0]) \
                         if admissible else np.nan
                     rows.append({"family": family, "problem": b, "distance": distance, "epsilon_fraction": fraction,
@@ -193,7 +194,7 @@ def t6_rows(ctx: VerifyContext, theorem=bounds.theorem6_rounds) -> pd.DataFrame:
                                  "L_minus": L_minus, "Delta": float(delta[b]), "rho": float(result.derived["rho"]),
                                  "T": float(T), "measured": measured, "bound": float(epsilon[b]),
                                  "admissible": bool(admissible),
-                                 "rows": [row.as_dict() for row in result.assumptions]})
+                                 "rows": [row.as_dict() for row in checks]})
     return pd.DataFrame(rows)
 
 

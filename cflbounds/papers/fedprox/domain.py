@@ -27,8 +27,8 @@ from cflbounds.bounds import fedprox as bounds
 from cflbounds.claims import Domain, Inequality, Instance, Parameter
 from cflbounds.synthetic.dissimilarity_constants import dissimilarity_sup, gradient_variance_bound
 from .checks import B_MIN, corollary_range
-from .runs import RTOL, average_gradient_norm_sq, constants, convexity_row, one_round, problems, rho_rows, \
-    smallest_mu, starts
+from .runs import RTOL, average_gradient_norm_sq, constants, convexity_row, one_round, problems, resolution_row, \
+    rho_rows, smallest_mu, starts
 
 __all__ = ["T4_DOMAIN", "C7_DOMAIN", "T11_DOMAIN", "T6_DOMAIN", "FOLLOWS_DOMAIN"]
 
@@ -48,6 +48,7 @@ _ROUND = [
     Parameter("K", 1, 100000, integer=True, log=True, description="slots per round (drawn with replacement)"),
     Parameter("mu_factor", 1.0, 100.0, log=True, simple=2.0, description="mu / the smallest mu with rho > 0"),
 ]
+_LARGEST_K = 2.0**53
 _RATIO = Parameter("ratio", 1e-3, 0.5, simple=0.1, description="r = B/sqrt(K), at most 0.5 (K = ceil((B/r)^2))")
 
 
@@ -111,7 +112,12 @@ def _c7(points, seeds, ctx) -> list[Instance]:
         L = float(constants(problem)["L"][0])
         at = float(problem.local_dissimilarity(starts(problem, point["distance"])[:, None])[0, 0])
         B = max(at, B_MIN) * point["B_excess"]
-        K = int(np.ceil((B / point["ratio"]) ** 2))
+        K = np.ceil((B / point["ratio"]) ** 2)
+        if K > _LARGEST_K:  # B(w^t) that large (a start near w*) asks for more slots than an int counts
+            instances.append(Instance(0.0, 1.0, [Inequality("K = ceil((B/r)^2) <= 2^53", K, _LARGEST_K, "<=",
+                                                            "cflbounds falsify").as_dict()], details={"B": B}))
+            continue
+        K = int(K)
         result = bounds.corollary7(L=L, B=B, K=K)
         instance = _round_instance(problem, {**point, "K": K}, float(result.derived["mu"]), B,
                                    lambda g, m: result.value, lambda measured: [
@@ -166,7 +172,7 @@ def _t6(points, seeds, ctx) -> list[Instance]:
         T = float(result.value)
         affordable = Inequality("T <= 10^15 rounds (what the doubling affords in int64)", T, 1e15, "<=",
                                 "cflbounds falsify")
-        checks = [*result.assumptions, affordable]
+        checks = [*result.assumptions, affordable, resolution_row(problem, 0, mu)]
         ok = all(r.holds for r in checks)
         measured = float(average_gradient_norm_sq(problem, w0, mu, K, int(T))[0]) if ok else 0.0
         instances.append(Instance(measured, epsilon, [r.as_dict() for r in checks], details={

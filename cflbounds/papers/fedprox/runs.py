@@ -39,13 +39,16 @@ from cflbounds.synthetic.heterogeneous_quadratics import make_heterogeneous_quad
 from cflbounds.synthetic.seeding import stream
 
 __all__ = ["RTOL", "GD_STEPS", "problems", "starts", "constants", "smallest_mu", "largest_mu_rho", "one_round",
-           "moment_map", "average_gradient_norm_sq", "rho_rows", "convexity_row"]
+           "moment_map", "average_gradient_norm_sq", "rho_rows", "convexity_row", "resolution_row", "MU_RESOLUTION"]
 
 # measured and bound are float64 formulas of exact constants and at most a few thousand local steps
 # (their rounding: relative 1e-12 at most, tests/test_fedprox_claims.py); far below any planted error
 RTOL = 1e-9
 GD_STEPS = 5000  # the most local gradient steps a gamma-inexact solve may take
 _STREAM_START = 63
+# a round with exact solves contracts by 1 - O(lambda/mu): float64 resolves it to about 1e-16 mu/lambda, and
+# the T6 sums over ~mu/lambda rounds carry that relative error (1e-6 at the limit; far inside the verdicts' margins)
+MU_RESOLUTION = 1e10
 
 
 def problems(seeds, *, clients: int, d: int, mu_over_L: float, heterogeneity: float, hessian_spread: float,
@@ -146,13 +149,18 @@ def one_round(problem, w, mu, *, gamma=None, K) -> dict:
 def moment_map(problem, mu, K) -> np.ndarray:
     """The linear map of ``s_t = (m_t, vec S_t, 1)`` (``u_t = w^t - w*``: mean, second moment)
     for one round with exact solves under the paper's sampling, ``(B, n, n)``, ``n = d + d^2 + 1``
-    (module docstring): with ``X_k = P_k u + r_k``, ``r_k = P_k w* + q_k - w*``,
+    (module docstring): with ``X_k = P_k u + r_k``, ``r_k = P_k w* + q_k - w* = (A_k + mu I)^-1 A_k
+    (b_k - w*)``,
     ``m' = Pbar m + rbar``, ``S' = (1 - 1/K) E[Pbar u + rbar]^(2) + (1/K) sum_k p_k E[X_k X_k^T]``."""
-    operator, offset = (t.double().cpu().numpy() for t in problem.proximal_map(mu))
+    operator = problem.proximal_map(mu)[0].double().cpu().numpy()
     p, B, d = np.asarray(problem.weights, dtype=float), problem.batch_size, problem.d
     K = np.broadcast_to(np.asarray(K, dtype=float), (B,))[:, None, None]
-    star = problem.minimizer
-    r = np.einsum("bnij,bj->bni", operator, star) + offset - star[:, None]
+    mus = np.broadcast_to(np.asarray(mu, dtype=float), (B,))[:, None, None, None]
+    # r_k = P_k w* + q_k - w* = (A_k + mu I)^-1 A_k (b_k - w*): without the cancellation of the first
+    # form, which at large mu leaves rounding of ||w*|| eps per round against a drift of O(1/mu)
+    hessians = problem.hessians_exact
+    r = np.linalg.solve(hessians + mus * np.eye(d), np.einsum("bnij,bnj->bni", hessians,
+                        problem.optima_exact - problem.minimizer[:, None])[..., None])[..., 0]
 
     def blocks(P, q):
         """``(vec(P S P^T), vec(P m q^T + q m^T P^T), vec(q q^T))`` as matrices on (S, m) and a vector."""
@@ -209,3 +217,11 @@ def convexity_row(problem, b: int) -> Inequality:
     """Corollary 7's convex F_k: ``min_k lambda_min(A_k) >= 0`` for problem ``b``."""
     return Inequality("every F_k convex: min_k lambda_min(A_k) >= 0", float(problem.strong_convexity[b]), 0.0, ">=",
                       "FedProx Corollary 7")
+
+
+def resolution_row(problem, b: int, mu: float) -> Inequality:
+    """``mu / lambda_min(Abar) <= MU_RESOLUTION``: where float64 still resolves a round's
+    contraction (an instance beyond it is not evaluated: its numbers would be rounding)."""
+    floor = float(np.linalg.eigvalsh(problem.global_hessian[b])[0])
+    return Inequality("mu / lambda_min(sum_k p_k A_k) <= 1e10 (float64 resolves a round's contraction)", mu / floor,
+                      MU_RESOLUTION, "<=", "cflbounds (numerical range of the exact moments)")
