@@ -56,7 +56,11 @@ def measurement_text(scale: str, path: Path | None = None) -> str:
             if "load_before" in info else "")  # a verify run's own costs record no load (measure_claim_costs.py)
     text = (f"measured {info['date'][:10]} on {info['cpus']} CPUs ({info['processor']}), {info['threads']} torch "
             f"thread(s){load}" + (f", {info['mode']}" if info.get("mode") else ""))
-    return text + (f"; {info['note']}" if info.get("note") else "")
+    text += f"; {info['note']}" if info.get("note") else ""
+    for extra in _scale(scale, path).get("added", []):  # claims measured later, the rest kept (--add)
+        text += (f"; {len(extra['claims'])} claims added {extra['date'][:10]} ({extra['threads']} torch thread(s)"
+                 + (f", {extra['note']}" if extra.get("note") else "") + ")")
+    return text
 
 
 def remaining_seconds(costs: dict[str, float], finished: dict[str, float], pending: list[str],
