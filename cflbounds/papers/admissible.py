@@ -14,7 +14,7 @@ import pandas as pd
 
 from cflbounds.claims import Verdict, rules
 
-__all__ = ["judged", "measured_over_bound"]
+__all__ = ["judged", "saved_and_judged", "measured_over_bound"]
 
 
 def measured_over_bound(measured, bound) -> np.ndarray:
@@ -36,7 +36,8 @@ def judged(claim_id: str, ctx, table: pd.DataFrame, rtol: float, quantity: str, 
     if admissible.empty:
         return Verdict(claim_id, "inconclusive", {"instances": len(table), "admissible_instances": 0}, ctx.seed,
                        len(table), 1.0, f"inconclusive: none of the {len(table)} instances meets the theorem's "
-                       "hypotheses (their rows are the first instance's)", assumptions=list(table.iloc[0]["rows"]), details=details)
+                       "hypotheses (their rows are the first instance's)", assumptions=list(table.iloc[0]["rows"]),
+                       details=details)
     decision = rules.deterministic(admissible["measured"].to_numpy(), admissible["bound"].to_numpy(), rtol=rtol,
                                    quantity=quantity, title=f"{claim_id}: {quantity} over the bound, per instance")
     ratio = pd.Series(measured_over_bound(admissible["measured"], admissible["bound"]), index=admissible.index)
@@ -44,11 +45,13 @@ def judged(claim_id: str, ctx, table: pd.DataFrame, rtol: float, quantity: str, 
     closest = admissible.loc[ratio.idxmax() if ratio.max() > 0 or "margin" not in admissible else
                              admissible["margin"].idxmin()]
     evidence = {**(evidence or {}), "admissible_instances": len(admissible),
-                "inadmissible_instances": len(table) - len(admissible), "measured_over_bound_max": float(ratio.max()), "measured_over_bound_median": float(ratio.median())}
+                "inadmissible_instances": len(table) - len(admissible), "measured_over_bound_max": float(ratio.max()),
+                "measured_over_bound_median": float(ratio.median())}
     if "promised" in admissible:
         with np.errstate(divide="ignore", invalid="ignore"):
             kept = admissible["decrease"] / admissible["promised"]
-        evidence.update(decrease_over_promised_min=float(kept.min()), decrease_over_promised_median=float(kept.median()))
+        evidence.update(decrease_over_promised_min=float(kept.min()),
+                        decrease_over_promised_median=float(kept.median()))
     kept = (f"; the realised decrease is at least {evidence['decrease_over_promised_min']:.4g} times the promised "
             f"rho ||grad f(w^t)||^2 (median {evidence['decrease_over_promised_median']:.3g})"
             if "decrease_over_promised_min" in evidence else "")
@@ -60,3 +63,10 @@ def judged(claim_id: str, ctx, table: pd.DataFrame, rtol: float, quantity: str, 
                                                          assumptions=list(closest["rows"]))
 
 
+
+
+def saved_and_judged(claim_id: str, ctx, name: str, table: pd.DataFrame, rtol: float, quantity: str, details: dict,
+                     describe, evidence: dict | None = None) -> Verdict:
+    """``table`` saved as the run's table ``name`` (without its rows of dicts), then :func:`judged`."""
+    ctx.save_table(name, table.drop(columns="rows"))
+    return judged(claim_id, ctx, table, rtol, quantity, details, describe, evidence)

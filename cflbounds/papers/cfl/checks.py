@@ -29,7 +29,7 @@ from cflbounds.bounds import cfl as bounds
 from cflbounds.claims import Inequality, VerifyContext, Verdict
 from cflbounds.synthetic.digit_risks import make_digit_risks
 from cflbounds.synthetic.seeding import spawn_seeds
-from ..admissible import judged
+from ..admissible import saved_and_judged
 from .runs import gamma_row, problems, separation
 
 __all__ = ["RTOL", "SIZES", "table_of", "t1_rows", "c1_rows", "split_rows", "follows_rows", "check_t1", "check_c1",
@@ -38,10 +38,11 @@ __all__ = ["RTOL", "SIZES", "table_of", "t1_rows", "c1_rows", "split_rows", "fol
 # alpha is a float64 cosine of exact gradients, the bounds closed forms of the gamma_i: 1e-9 is
 # rounding's allowance, far below the planted errors the tests catch
 RTOL = 1e-9
-SIZES = {"smoke": {"problems": 2, "k": (2, 3), "per_distribution": (2,), "d": 4, "gamma": (0.2, 0.6, 0.9),
+SIZES = {"smoke": {"problems": 3, "k": (2, 3), "per_distribution": (2,), "d": 6, "gamma": (0.2, 0.7, 0.9),
                    "gamma_spread": (0.0,), "directions": ("random", "adversarial"), "hessian_spread": (0.5,),
                    "digits": 0},
-         "default": {"problems": 4, "k": (2, 3, 4), "per_distribution": (2, 4), "d": 6, "gamma": (0.1, 0.3, 0.5, 0.7, 0.9),
+         "default": {"problems": 4, "k": (2, 3, 4), "per_distribution": (2, 4), "d": 6,
+                     "gamma": (0.1, 0.3, 0.5, 0.7, 0.9),
                      "gamma_spread": (0.0, 0.5), "directions": ("random", "adversarial"), "hessian_spread": (0.0, 0.5),
                      "digits": 2},
          "paper": {"problems": 8, "k": (2, 3, 4, 6), "per_distribution": (2, 4, 8), "d": 10,
@@ -77,7 +78,8 @@ def _table(ctx) -> pd.DataFrame:
                                              device=ctx.device)):
             gamma = problem.realised_relative_errors[0]
             rows.append({"family": f"quadratics, {cell['direction']}", **cell, "problem": b,
-                         "gamma_source": "exact", "gammas": gamma.tolist(), "membership": problem.membership[0].tolist(),
+                         "gamma_source": "exact", "gammas": gamma.tolist(),
+                         "membership": problem.membership[0].tolist(),
                          **separation(problem.similarities[0], problem.membership[0], gamma, cell["k"], METHODS)})
     for b in range(size["digits"]):
         digits = make_digit_risks(8, 4, train_per_client=300, bootstrap=100, batch_size=1,
@@ -143,8 +145,8 @@ def split_rows(table: pd.DataFrame, threshold=bounds.split_threshold) -> pd.Data
         rows.append({**row.drop(["gammas", "membership"]).to_dict(), "gamma_max_used": gamma_max,
                      "measured": float(row["split_exact"]), "bound": 0.0, "admissible": test.holds,
                      "margin": test.slack,
-                     "rows": [test.as_dict(), Inequality("every gamma_i <= gamma_max", row["gamma_max"], gamma_max, "<=",
-                                                         "CFL split test").as_dict()]})
+                     "rows": [test.as_dict(), Inequality("every gamma_i <= gamma_max", row["gamma_max"], gamma_max,
+                                                         "<=", "CFL split test").as_dict()]})
     return pd.DataFrame(rows)
 
 
@@ -170,32 +172,29 @@ _DETAILS = {"problems": "quadratic true risks (L = 1, mu/L = 0.1, ||c_j|| = 1), 
                             "authors' code)"}
 
 
-def _saved(ctx, name, table):
-    ctx.save_table(name, table.drop(columns="rows"))
-    return table
-
-
 def check_t1(ctx: VerifyContext, cross=bounds.cross_similarity_bound) -> Verdict:
     """CFL.T1, both inequalities, on the grid (module docstring)."""
-    table = _saved(ctx, "cfl_t1", t1_rows(table_of(ctx), cross))
+    table = t1_rows(table_of(ctx), cross)
     details = {**_DETAILS, "measured": "1 + alpha_cross^max (the argmin's) and 1 - alpha_intra^min",
                "bound": "1 + Theorem 1's ceiling at the smallest H_(i,j) of two distributions' clients, and 1 - the "
                         "smallest H_(i,j) of one distribution's clients"}
     by = {f"{name}_measured_over_bound_max": float((part["measured"] / part["bound"]).max())
           for name, part in table[table["admissible"]].groupby("inequality")}
-    return judged("CFL.T1", ctx, table, RTOL, "1 + alpha_cross^max or 1 - alpha_intra^min", details, lambda row: (
+    return saved_and_judged("CFL.T1", ctx, "cfl_t1", table, RTOL, "1 + alpha_cross^max or 1 - alpha_intra^min",
+                            details, lambda row: (
         f"{row['inequality']} inequality, {_where(row)}: {row['measured']:.4g} against {row['bound']:.4g}"),
         evidence=by)
 
 
 def _check_c1(claim_id, ctx, methods) -> Verdict:
-    table = _saved(ctx, claim_id.lower().replace(".", "_").replace("-", "_"), c1_rows(table_of(ctx), methods))
+    table = c1_rows(table_of(ctx), methods)
     kept = table[table["admissible"]]
     details = {**_DETAILS, "measured": "the distributions the bipartition splits", "bound": "0 (a correct bipartition)",
                "methods": ", ".join(methods)}
     evidence = {"margin_min": float(kept["margin"].min()) if len(kept) else np.nan,
                 "instances_split": int((kept["measured"] > 0).sum())}
-    return judged(claim_id, ctx, table, RTOL, "distributions split", details, lambda row: (
+    return saved_and_judged(claim_id, ctx, claim_id.lower().replace(".", "_").replace("-", "_"), table, RTOL,
+                            "distributions split", details, lambda row: (
         f"{row['method']}, {_where(row)}: {int(row['measured'])} distribution(s) split, alpha_intra^min - "
         f"alpha_cross^max = {row['margin']:.3g}"), evidence=evidence)
 
@@ -212,19 +211,21 @@ def check_c1_code(ctx: VerifyContext) -> Verdict:
 
 def check_split(ctx: VerifyContext, threshold=bounds.split_threshold) -> Verdict:
     """The split test's guarantee on the grid (module docstring)."""
-    table = _saved(ctx, "cfl_split", split_rows(table_of(ctx), threshold))
+    table = split_rows(table_of(ctx), threshold)
     details = {**_DETAILS, "measured": "the distributions the argmin bipartition splits", "bound": "0",
                "gamma_max": "the largest gamma_i, and 1.25 times it"}
-    return judged("CFL.SPLIT", ctx, table, RTOL, "distributions split", details, lambda row: (
+    return saved_and_judged("CFL.SPLIT", ctx, "cfl_split", table, RTOL, "distributions split", details, lambda row: (
         f"{_where(row)}, gamma_max used {row['gamma_max_used']:.3g}: {int(row['measured'])} distribution(s) split"),
         evidence={"instances_split": int((table[table['admissible']]["measured"] > 0).sum())})
 
 
 def check_c1_follows(ctx: VerifyContext, corollary=bounds.corollary1) -> Verdict:
     """CFL.C1-FROM-T1 on formulas (module docstring)."""
-    table = _saved(ctx, "cfl_c1_follows", follows_rows(corollary))
-    details = {"measured": "1 + Theorem 1's cross ceiling at H = 1 - 2 gamma_max^2", "bound": "1 + (1 - 2 gamma_max^2), "
+    table = follows_rows(corollary)
+    details = {"measured": "1 + Theorem 1's cross ceiling at H = 1 - 2 gamma_max^2",
+               "bound": "1 + (1 - 2 gamma_max^2), "
                "Theorem 1's intra floor", "range": "gamma_max = fraction x sin(pi/(4(k - 1))), fraction < 1"}
-    return judged("CFL.C1-FROM-T1", ctx, table, RTOL, "1 + the cross ceiling", details, lambda row: (
+    return saved_and_judged("CFL.C1-FROM-T1", ctx, "cfl_c1_follows", table, RTOL, "1 + the cross ceiling",
+                            details, lambda row: (
         f"k = {int(row['k'])}, gamma_max = {row['gamma_max']:.4g} ({row['fraction']:g} of the limit): "
         f"{row['measured']:.6g} against {row['bound']:.6g}"))

@@ -25,9 +25,9 @@ from cflbounds.bounds import fedprox as bounds
 from cflbounds.claims import Inequality, VerifyContext, Verdict
 from cflbounds.synthetic.dissimilarity_constants import dissimilarity_sup, gradient_variance_bound
 from cflbounds.synthetic.seeding import spawn_seeds
-from ..admissible import judged
-from .runs import RTOL, average_gradient_norm_sq, constants, convexity_row, resolution_row, largest_mu_rho, one_round, problems, rho_rows, \
-    smallest_mu, starts
+from ..admissible import saved_and_judged
+from .runs import RTOL, average_gradient_norm_sq, constants, convexity_row, largest_mu_rho, one_round, problems, \
+    resolution_row, rho_rows, smallest_mu, starts
 
 __all__ = ["FAMILIES", "SIZES", "B_MIN", "check_t4", "check_c7", "check_t11", "check_t6", "check_c7_follows",
            "t4_rows", "c7_rows", "t11_rows", "t6_rows", "follows_rows", "corollary_range"]
@@ -245,22 +245,20 @@ _ROUND = {"measured": "E_(S_t) f(w^(t+1)) - f* exactly, under the paper's sampli
 def check_t4(ctx: VerifyContext, rho=bounds.rho) -> Verdict:
     """FEDPROX.T4 on the grid (module docstring)."""
     table = t4_rows(ctx, rho)
-    ctx.save_table("fedprox_t4", table.drop(columns="rows"))
     details = {**_ROUND, **_experiments(table), "constants": "B = B(w^t) exactly, gamma = the largest realised "
                "gamma_k, L = max |eigenvalue|, L_minus exact; mu = factor x the smallest mu with rho > 0",
                "instances": f"{len(table)} (problem, distance, solver, K, mu)"}
-    return judged("FEDPROX.T4", ctx, table, RTOL, "E f(w^(t+1)) - f*", details, _round_summary)
+    return saved_and_judged("FEDPROX.T4", ctx, "fedprox_t4", table, RTOL, "E f(w^(t+1)) - f*", details, _round_summary)
 
 
 def check_c7(ctx: VerifyContext, corollary=bounds.corollary7) -> Verdict:
     """FEDPROX.C7 at the corollary's mu = 6 L B^2 (module docstring)."""
     table = c7_rows(ctx, corollary)
-    ctx.save_table("fedprox_c7", table.drop(columns="rows"))
     details = {**_ROUND, "bound": "f(w^t) - f* - ||grad f(w^t)||^2/(24 L B^2)", "constants": f"convex clients, exact "
                f"solves (gamma = 0), B = max(B(w^t), {B_MIN:g}) (1 << B read as B >= {B_MIN:g}), mu = 6 L B^2, "
                "K = ceil((B/r)^2), r = B/sqrt(K) in " + str(SIZES[ctx.scale]["ratios"]),
                "instances": f"{len(table)} (problem, distance, r)"}
-    return judged("FEDPROX.C7", ctx, table, RTOL, "E f(w^(t+1)) - f*", details, lambda row: (
+    return saved_and_judged("FEDPROX.C7", ctx, "fedprox_c7", table, RTOL, "E f(w^(t+1)) - f*", details, lambda row: (
         f"B = {row['B']:.3g}, K = {int(row['K'])} (r = {row['ratio']:g}): E f(w^(t+1)) - f* = {row['measured']:.4g} "
         f"against {row['bound']:.4g} (decrease {row['decrease']:.3g}, promised {row['promised']:.3g})"))
 
@@ -268,23 +266,23 @@ def check_c7(ctx: VerifyContext, corollary=bounds.corollary7) -> Verdict:
 def check_t11(ctx: VerifyContext, theorem=bounds.theorem11) -> Verdict:
     """FEDPROX.T11 on equal-Hessian problems (module docstring)."""
     table = t11_rows(ctx, theorem)
-    ctx.save_table("fedprox_t11", table.drop(columns="rows"))
     details = {**_ROUND, "constants": "sigma^2 exact (the variance is constant when the Hessians are equal), eps = "
                "fraction x ||grad f(w^t)||^2, B = sqrt(1 + sigma^2/eps), gamma = the largest realised gamma_k",
                "instances": f"{len(table)} (problem, distance, eps, solver, K, mu)"}
-    return judged("FEDPROX.T11", ctx, table, RTOL, "E f(w^(t+1)) - f*", details, _round_summary)
+    return saved_and_judged("FEDPROX.T11", ctx, "fedprox_t11", table, RTOL, "E f(w^(t+1)) - f*",
+                            details, _round_summary)
 
 
 def check_t6(ctx: VerifyContext, theorem=bounds.theorem6_rounds) -> Verdict:
     """FEDPROX.T6 by exact second moments (module docstring)."""
     table = t6_rows(ctx, theorem)
-    ctx.save_table("fedprox_t6", table.drop(columns="rows"))
     details = {"measured": "(1/T) sum_(t<T) E||grad f(w^t)||^2 exactly (the moments' linear recursion summed by "
                            "doubling), exact solves, the paper's sampling", "bound": "eps",
                "constants": "B = B_eps exactly (the sup of B(w) over ||grad f(w)||^2 > eps, a trust-region problem), "
                             "K = ceil(8 B_eps^2), T = ceil(Delta/(rho eps)) (the telescoping's constant)",
                "problems": _ROUND["problems"], "instances": f"{len(table)} (problem, distance, eps, mu)"}
-    return judged("FEDPROX.T6", ctx, table, RTOL, "average E||grad f(w^t)||^2", details, lambda row: (
+    return saved_and_judged("FEDPROX.T6", ctx, "fedprox_t6", table, RTOL, "average E||grad f(w^t)||^2",
+                            details, lambda row: (
         f"{row['family']}, eps = {row['epsilon']:.3g}, B_eps = {row['B']:.3g}, K = {int(row['K'])}, mu = "
         f"{row['mu']:.3g} ({row['mu_choice']}), T = {row['T']:.4g}: average {row['measured']:.4g} against eps"))
 
@@ -292,10 +290,10 @@ def check_t6(ctx: VerifyContext, theorem=bounds.theorem6_rounds) -> Verdict:
 def check_c7_follows(ctx: VerifyContext, corollary=bounds.corollary7_follows) -> Verdict:
     """FEDPROX.C7-FROM-T4 on a grid of the corollary's range (formulas)."""
     table = follows_rows(ctx, corollary)
-    ctx.save_table("fedprox_c7_follows", table.drop(columns="rows"))
     details = {"measured": "Corollary 7's rho = 1/(24 L B^2)", "bound": "Theorem 4's rho at gamma = 0, L_minus = 0, "
                "mu = 6 L B^2", "range": f"B >= {B_MIN:g} (1 << B), B <= 0.5 sqrt(K)",
                "instances": f"{len(table)} (L, B, r = B/sqrt(K))"}
-    return judged("FEDPROX.C7-FROM-T4", ctx, table, RTOL, "the corollary's rho", details, lambda row: (
+    return saved_and_judged("FEDPROX.C7-FROM-T4", ctx, "fedprox_c7_follows", table, RTOL, "the corollary's rho",
+                            details, lambda row: (
         f"B = {row['B']:g}, K = {int(row['K'])} (B/sqrt(K) = {row['B_over_sqrt_K']:.3g}): 1/(24 L B^2) = "
         f"{row['measured']:.4g} against Theorem 4's {row['bound']:.4g}"))

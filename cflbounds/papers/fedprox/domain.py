@@ -40,7 +40,8 @@ _PROBLEM = [
 ]
 _SPREAD = Parameter("hessian_spread", 0.0, 1.0, simple=0.5, description="how much the Hessians differ (0: shared)")
 _CURVATURE = Parameter("negative_curvature", 0.0, 2.0, simple=0.0,
-                       description="c: each device's own Hessian has the eigenvalue -c (non-convex when s c > (1-s) mu)")
+                       description="c: each device's own Hessian has the eigenvalue -c (non-convex once s c > "
+                                   "(1-s) mu)")
 _DISTANCE = Parameter("distance", 1e-3, 1e3, log=True, simple=1.0, description="||w^t - w*||")
 _ROUND = [
     Parameter("gamma", 0.0, 1.0, simple=0.0, description="the local solves' gamma (0: exact proximal solutions; else "
@@ -52,13 +53,13 @@ _LARGEST_K = 2.0**53
 _RATIO = Parameter("ratio", 1e-3, 0.5, simple=0.1, description="r = B/sqrt(K), at most 0.5 (K = ceil((B/r)^2))")
 
 
-def _drawn(point, seed, ctx, spread=None, curvature=0.0):
+def _drawn(point, seed, ctx, spread=None):
     """The point's problem, or the row saying why the draw is not a problem (F unbounded below)."""
     try:
         return problems([seed], clients=point["clients"], d=point["d"], mu_over_L=point["mu_over_L"],
                         heterogeneity=point["heterogeneity"],
                         hessian_spread=point.get("hessian_spread", 0.0) if spread is None else spread,
-                        negative_curvature=point.get("negative_curvature", curvature), device=ctx.device), None
+                        negative_curvature=point.get("negative_curvature", 0.0), device=ctx.device), None
     except ValueError as error:
         return None, Inequality(f"F bounded below (sum_k p_k A_k positive definite): {error}", 0.0, 0.0, ">",
                                 "FedProx (a problem needs f* > -inf)").as_dict()
@@ -89,96 +90,80 @@ def _round_instance(problem, point, mu, B, rho_of, rows) -> Instance:
                              "bound": "f(w^t) - f* - rho ||grad f(w^t)||^2"})
 
 
-def _t4(points, seeds, ctx) -> list[Instance]:
-    instances = []
-    for point, seed in zip(points, seeds):
-        problem, row = _drawn(point, seed, ctx)
-        if problem is None:
-            instances.append(_unbounded(row))
-            continue
-        consts = constants(problem)
-        L, L_minus, K = float(consts["L"][0]), float(consts["L_minus"][0]), point["K"]
-        B = float(problem.local_dissimilarity(starts(problem, point["distance"])[:, None])[0, 0])
-        mu = point["mu_factor"] * smallest_mu(gamma=point["gamma"], B=B, L=L, L_minus=L_minus, K=K)
-        instances.append(_round_instance(problem, point, mu, B, lambda g, m: bounds.rho(
-            mu=m, gamma=g, B=B, L=L, L_minus=L_minus, K=K), lambda result: []))
-    return instances
+def _each(evaluate_one, spread=None):
+    """An evaluation: each point's problem drawn (an unbounded draw is an inadmissible instance),
+    then ``evaluate_one(point, problem, L, L_minus)``'s instance."""
+    def evaluate(points, seeds, ctx) -> list[Instance]:
+        instances = []
+        for point, seed in zip(points, seeds):
+            problem, row = _drawn(point, seed, ctx, spread)
+            if problem is None:
+                instances.append(_unbounded(row))
+                continue
+            consts = constants(problem)
+            instances.append(evaluate_one(point, problem, float(consts["L"][0]), float(consts["L_minus"][0])))
+        return instances
+    return evaluate
 
 
-def _c7(points, seeds, ctx) -> list[Instance]:
-    instances = []
-    for point, seed in zip(points, seeds):
-        problem, _ = _drawn(point, seed, ctx)
-        L = float(constants(problem)["L"][0])
-        at = float(problem.local_dissimilarity(starts(problem, point["distance"])[:, None])[0, 0])
-        B = max(at, B_MIN) * point["B_excess"]
-        K = np.ceil((B / point["ratio"]) ** 2)
-        if K > _LARGEST_K:  # B(w^t) that large (a start near w*) asks for more slots than an int counts
-            instances.append(Instance(0.0, 1.0, [Inequality("K = ceil((B/r)^2) <= 2^53", K, _LARGEST_K, "<=",
-                                                            "cflbounds falsify").as_dict()], details={"B": B}))
-            continue
-        K = int(K)
-        result = bounds.corollary7(L=L, B=B, K=K)
-        instance = _round_instance(problem, {**point, "K": K}, float(result.derived["mu"]), B,
-                                   lambda g, m: result.value, lambda measured: [
-                                       *result.assumptions, convexity_row(problem, 0),
-                                       Inequality("B(w^t) <= B", float(measured["B"][0]), B, "<=",
-                                                  "FedProx Corollary 7")])
-        instance.details.update(K=K, bound="f(w^t) - f* - ||grad f(w^t)||^2/(24 L B^2)")
-        instances.append(instance)
-    return instances
+def _t4(point, problem, L, L_minus) -> Instance:
+    K = point["K"]
+    B = float(problem.local_dissimilarity(starts(problem, point["distance"])[:, None])[0, 0])
+    mu = point["mu_factor"] * smallest_mu(gamma=point["gamma"], B=B, L=L, L_minus=L_minus, K=K)
+    return _round_instance(problem, point, mu, B, lambda g, m: bounds.rho(mu=m, gamma=g, B=B, L=L, L_minus=L_minus,
+                                                                           K=K), lambda result: [])
 
 
-def _t11(points, seeds, ctx) -> list[Instance]:
-    instances = []
-    for point, seed in zip(points, seeds):
-        problem, _ = _drawn(point, seed, ctx, spread=0.0)
-        consts = constants(problem)
-        L, L_minus, K = float(consts["L"][0]), float(consts["L_minus"][0]), point["K"]
-        sigma_sq = float(gradient_variance_bound(problem)[0])
-        w = starts(problem, point["distance"])
-        epsilon = point["epsilon_fraction"] * float(np.square(problem.gradient(w[:, None])[0, 0]).sum())
-        B = float(bounds.dissimilarity_from_variance(sigma_sq, epsilon))
-        mu = point["mu_factor"] * smallest_mu(gamma=point["gamma"], B=B, L=L, L_minus=L_minus, K=K)
-        instance = _round_instance(problem, point, mu, B, lambda g, m: bounds.theorem11(
-            mu=m, gamma=g, sigma_sq=sigma_sq, epsilon=epsilon, L=L, L_minus=L_minus, K=K).value, lambda measured: [
-                Inequality("||grad f(w^t)||^2 >= eps", float(measured["gradient_norm_sq"][0]), epsilon, ">=",
-                           "FedProx Theorem 11")])
-        instance.details.update(sigma_sq=sigma_sq, epsilon=epsilon)
-        instances.append(instance)
-    return instances
+def _c7(point, problem, L, L_minus) -> Instance:
+    at = float(problem.local_dissimilarity(starts(problem, point["distance"])[:, None])[0, 0])
+    B = max(at, B_MIN) * point["B_excess"]
+    K = np.ceil((B / point["ratio"]) ** 2)
+    if K > _LARGEST_K:  # B(w^t) that large (a start near w*) asks for more slots than an int counts
+        return Instance(0.0, 1.0, [Inequality("K = ceil((B/r)^2) <= 2^53", K, _LARGEST_K, "<=",
+                                              "cflbounds falsify").as_dict()], details={"B": B})
+    result = bounds.corollary7(L=L, B=B, K=int(K))
+    instance = _round_instance(problem, {**point, "K": int(K)}, float(result.derived["mu"]), B,
+                               lambda g, m: result.value, lambda measured: [
+                                   *result.assumptions, convexity_row(problem, 0),
+                                   Inequality("B(w^t) <= B", float(measured["B"][0]), B, "<=", "FedProx Corollary 7")])
+    instance.details.update(K=int(K), bound="f(w^t) - f* - ||grad f(w^t)||^2/(24 L B^2)")
+    return instance
 
 
-def _t6(points, seeds, ctx) -> list[Instance]:
-    instances = []
-    for point, seed in zip(points, seeds):
-        problem, row = _drawn(point, seed, ctx)
-        if problem is None:
-            instances.append(_unbounded(row))
-            continue
-        consts = constants(problem)
-        L, L_minus = float(consts["L"][0]), float(consts["L_minus"][0])
-        w0 = starts(problem, point["distance"])
-        epsilon = point["epsilon_fraction"] * float(np.square(problem.gradient(w0[:, None])[0, 0]).sum())
-        delta = float(problem.objective_gap(w0[:, None])[0, 0])
-        B = float(dissimilarity_sup(problem, epsilon).value[0])
-        K = int(np.ceil(2.0 * B * B * point["K_factor"]))
-        mu = point["mu_factor"] * smallest_mu(gamma=0.0, B=B, L=L, L_minus=L_minus, K=K)
-        rows = rho_rows(mu=mu, gamma=0.0, L_minus=L_minus, rho_value=-np.inf) if not np.isfinite(mu) else None
-        if rows is not None:
-            instances.append(Instance(0.0, epsilon, [r.as_dict() for r in rows], details={"B": B, "K": K}))
-            continue
-        result = bounds.theorem6_rounds(Delta=delta, epsilon=epsilon, mu=mu, gamma=0.0, B=B, L=L, L_minus=L_minus, K=K)
-        T = float(result.value)
-        affordable = Inequality("T <= 10^15 rounds (what the doubling affords in int64)", T, 1e15, "<=",
-                                "cflbounds falsify")
-        checks = [*result.assumptions, affordable, resolution_row(problem, 0, mu)]
-        ok = all(r.holds for r in checks)
-        measured = float(average_gradient_norm_sq(problem, w0, mu, K, int(T))[0]) if ok else 0.0
-        instances.append(Instance(measured, epsilon, [r.as_dict() for r in checks], details={
-            "B_eps": B, "K": K, "mu": mu, "rho": float(result.derived["rho"]), "T": T, "Delta": delta, "L": L,
-            "L_minus": L_minus, "measured": "(1/T) sum_(t<T) E||grad f(w^t)||^2, exact", "bound": "eps"}))
-    return instances
+def _t11(point, problem, L, L_minus) -> Instance:
+    K = point["K"]
+    sigma_sq = float(gradient_variance_bound(problem)[0])
+    w = starts(problem, point["distance"])
+    epsilon = point["epsilon_fraction"] * float(np.square(problem.gradient(w[:, None])[0, 0]).sum())
+    B = float(bounds.dissimilarity_from_variance(sigma_sq, epsilon))
+    mu = point["mu_factor"] * smallest_mu(gamma=point["gamma"], B=B, L=L, L_minus=L_minus, K=K)
+    instance = _round_instance(problem, point, mu, B, lambda g, m: bounds.theorem11(
+        mu=m, gamma=g, sigma_sq=sigma_sq, epsilon=epsilon, L=L, L_minus=L_minus, K=K).value, lambda measured: [
+            Inequality("||grad f(w^t)||^2 >= eps", float(measured["gradient_norm_sq"][0]), epsilon, ">=",
+                       "FedProx Theorem 11")])
+    instance.details.update(sigma_sq=sigma_sq, epsilon=epsilon)
+    return instance
+
+
+def _t6(point, problem, L, L_minus) -> Instance:
+    w0 = starts(problem, point["distance"])
+    epsilon = point["epsilon_fraction"] * float(np.square(problem.gradient(w0[:, None])[0, 0]).sum())
+    delta = float(problem.objective_gap(w0[:, None])[0, 0])
+    B = float(dissimilarity_sup(problem, epsilon).value[0])
+    K = int(np.ceil(2.0 * B * B * point["K_factor"]))
+    mu = point["mu_factor"] * smallest_mu(gamma=0.0, B=B, L=L, L_minus=L_minus, K=K)
+    if not np.isfinite(mu):
+        rows = rho_rows(mu=mu, gamma=0.0, L_minus=L_minus, rho_value=-np.inf)
+        return Instance(0.0, epsilon, [r.as_dict() for r in rows], details={"B": B, "K": K})
+    result = bounds.theorem6_rounds(Delta=delta, epsilon=epsilon, mu=mu, gamma=0.0, B=B, L=L, L_minus=L_minus, K=K)
+    T = float(result.value)
+    affordable = Inequality("T <= 10^15 rounds (what the doubling affords in int64)", T, 1e15, "<=",
+                            "cflbounds falsify")
+    checks = [*result.assumptions, affordable, resolution_row(problem, 0, mu)]
+    measured = float(average_gradient_norm_sq(problem, w0, mu, K, int(T))[0]) if all(r.holds for r in checks) else 0.0
+    return Instance(measured, epsilon, [r.as_dict() for r in checks], details={
+        "B_eps": B, "K": K, "mu": mu, "rho": float(result.derived["rho"]), "T": T, "Delta": delta, "L": L,
+        "L_minus": L_minus, "measured": "(1/T) sum_(t<T) E||grad f(w^t)||^2, exact", "bound": "eps"})
 
 
 def _follows(points, seeds, ctx) -> list[Instance]:
@@ -199,17 +184,20 @@ def _domain(parameters, evaluate, note) -> Domain:
     return Domain(parameters, evaluate, rule="deterministic", rtol=RTOL, note=note)
 
 
-T4_DOMAIN = _domain([*_PROBLEM, _SPREAD, _CURVATURE, _DISTANCE, *_ROUND], _t4,
-                    "quadratics by N, d, mu/L, heterogeneity, Hessian spread, negative curvature, the start's distance, "
+T4_DOMAIN = _domain([*_PROBLEM, _SPREAD, _CURVATURE, _DISTANCE, *_ROUND], _each(_t4),
+                    "quadratics by N, d, mu/L, heterogeneity, Hessian spread, negative curvature, the start's "
+                    "distance, "
                     "gamma, K and mu (a multiple of the smallest with rho > 0); one round's exact expectation")
 C7_DOMAIN = _domain([*_PROBLEM, _SPREAD, _DISTANCE,
                      Parameter("B_excess", 1.0, 100.0, log=True, simple=1.0,
-                               description=f"B / max(B(w^t), {B_MIN:g}): the B used, at least B(w^t)"), _RATIO], _c7,
+                               description=f"B / max(B(w^t), {B_MIN:g}): the B used, at least B(w^t)"), _RATIO],
+                    _each(_c7),
                     "convex quadratics by N, d, mu/L, heterogeneity, Hessian spread, the start's distance, B and "
                     "r = B/sqrt(K) <= 0.5, at mu = 6 L B^2 and exact solves; one round's exact expectation")
 T11_DOMAIN = _domain([*_PROBLEM, _DISTANCE,
                       Parameter("epsilon_fraction", 1e-3, 1.0, log=True, simple=0.1,
-                                description="eps / ||grad f(w^t)||^2 (so ||grad f(w^t)||^2 >= eps)"), *_ROUND], _t11,
+                                description="eps / ||grad f(w^t)||^2 (so ||grad f(w^t)||^2 >= eps)"), *_ROUND],
+                     _each(_t11, spread=0.0),
                      "equal-Hessian quadratics (sigma^2 finite) by N, d, mu/L, heterogeneity, the start's distance, "
                      "eps, gamma, K and mu; one round's exact expectation")
 T6_DOMAIN = _domain([*_PROBLEM, _SPREAD, _CURVATURE, _DISTANCE,
@@ -217,7 +205,7 @@ T6_DOMAIN = _domain([*_PROBLEM, _SPREAD, _CURVATURE, _DISTANCE,
                                description="eps / ||grad f(w^0)||^2"),
                      Parameter("K_factor", 1.01, 100.0, log=True, simple=4.0,
                                description="K / (2 B_eps^2): above 1 some mu makes rho positive"),
-                     _ROUND[2]], _t6,
+                     _ROUND[2]], _each(_t6),
                     "quadratics by N, d, mu/L, heterogeneity, Hessian spread, negative curvature, the start, eps, K "
                     "and mu; the exact average E||grad f(w^t)||^2 over T = ceil(Delta/(rho eps)) rounds")
 FOLLOWS_DOMAIN = _domain([Parameter("L", 1e-3, 1e3, log=True, simple=1.0, description="smoothness"),
