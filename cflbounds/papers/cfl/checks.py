@@ -8,7 +8,8 @@ alpha_cross^max`` the bipartition splits no distribution: measured the distribut
 bound 0) on the paper's argmin (``exact``, and ``exhaustive`` where it reaches) and on the
 authors' code's complete linkage (``agglomerative``); the split test's guarantee (if every
 ``gamma_i <= gamma_max`` and ``sqrt((1 - alpha_cross^max)/2) > gamma_max``, the argmin splits no
-distribution); and Corollary 1 from Theorem 1 on formulas (Theorem 1's cross ceiling below its
+distribution; at theta* and on the algorithm's own runs, each split at the model it was made
+from); and Corollary 1 from Theorem 1 on formulas (Theorem 1's cross ceiling below its
 intra floor wherever ``gamma_max < sin(pi/(4(k - 1)))``, the range where its bounds give the
 corollary's hypothesis).
 
@@ -25,14 +26,17 @@ from itertools import product
 import numpy as np
 import pandas as pd
 
+from cflbounds.algorithms.cosine_cfl import cosine_cfl
 from cflbounds.bounds import cfl as bounds
 from cflbounds.claims import Inequality, VerifyContext, Verdict
+from cflbounds.synthetic.cfl_quadratics import make_cfl_quadratics
 from cflbounds.synthetic.digit_risks import make_digit_risks
 from cflbounds.synthetic.seeding import spawn_seeds
 from ..admissible import saved_and_judged
-from .runs import gamma_row, problems, separation
+from .runs import gamma_row, problems, separation, split_count
 
-__all__ = ["RTOL", "SIZES", "table_of", "t1_rows", "c1_rows", "split_rows", "follows_rows", "check_t1", "check_c1",
+__all__ = ["RTOL", "SIZES", "RUN_OPTIONS", "table_of", "t1_rows", "c1_rows", "split_rows", "run_split_rows",
+           "follows_rows", "check_t1", "check_c1",
            "check_c1_code", "check_split", "check_c1_follows"]
 
 # alpha is a float64 cosine of exact gradients, the bounds closed forms of the gamma_i: 1e-9 is
@@ -40,14 +44,15 @@ __all__ = ["RTOL", "SIZES", "table_of", "t1_rows", "c1_rows", "split_rows", "fol
 RTOL = 1e-9
 SIZES = {"smoke": {"problems": 3, "k": (2, 3), "per_distribution": (2,), "d": 6, "gamma": (0.2, 0.7, 0.9),
                    "gamma_spread": (0.0,), "directions": ("random", "adversarial"), "hessian_spread": (0.5,),
-                   "digits": 0},
+                   "digits": 0, "runs": {"k": (2, 3), "per_distribution": (2,), "gamma": (0.7,)}},
          "default": {"problems": 4, "k": (2, 3, 4), "per_distribution": (2, 4), "d": 6,
                      "gamma": (0.1, 0.3, 0.5, 0.7, 0.9),
                      "gamma_spread": (0.0, 0.5), "directions": ("random", "adversarial"), "hessian_spread": (0.0, 0.5),
-                     "digits": 2},
+                     "digits": 2, "runs": {"k": (2, 3, 4), "per_distribution": (2, 4), "gamma": (0.3, 0.7)}},
          "paper": {"problems": 8, "k": (2, 3, 4, 6), "per_distribution": (2, 4, 8), "d": 10,
                    "gamma": (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95), "gamma_spread": (0.0, 0.5, 1.0),
-                   "directions": ("random", "adversarial"), "hessian_spread": (0.0, 0.5, 1.0), "digits": 4}}
+                   "directions": ("random", "adversarial"), "hessian_spread": (0.0, 0.5, 1.0), "digits": 4,
+                   "runs": {"k": (2, 3, 4, 6), "per_distribution": (2, 4, 8), "gamma": (0.1, 0.3, 0.5, 0.7, 0.9)}}}
 METHODS = ("exact", "exhaustive", "agglomerative")
 _KEY = 89
 
@@ -150,6 +155,49 @@ def split_rows(table: pd.DataFrame, threshold=bounds.split_threshold) -> pd.Data
     return pd.DataFrame(rows)
 
 
+# the runs of the algorithm (CFL.SPLIT): gradients, full participation, the paper's split test
+RUN_OPTIONS = {"rounds": 300, "step_size": 0.5, "eps1": 1e-3, "eps2": 0.0, "gamma_max_factor": 1.25}
+
+
+def run_split_rows(ctx: VerifyContext) -> pd.DataFrame:
+    """The split test's instances on runs of the algorithm (:func:`~cflbounds.algorithms.cosine_cfl.
+    cosine_cfl`, the paper's split test and argmin, :data:`RUN_OPTIONS`; ``gamma_max`` 1.25 times
+    the problems' gamma): one row per split the test made, at the model theta_c it was made from,
+    ``gamma_i(theta_c) = ||e_i|| / ||grad R_I(i)(theta_c)||`` exact for its members (admissible when
+    every one is at most gamma_max: a cluster of one distribution near its own optimum, whose true
+    gradients vanish, is not); measured the distributions the split separates."""
+    size, rows = SIZES[ctx.scale], []
+    runs = size["runs"]
+    for k, per, gamma, direction, hessian in product(runs["k"], runs["per_distribution"], runs["gamma"],
+                                                     size["directions"], size["hessian_spread"]):
+        seeds = spawn_seeds(ctx.seed, size["problems"], _KEY, k, per, int(1000 * gamma), 0,
+                            size["directions"].index(direction), int(1000 * hessian))
+        problem = make_cfl_quadratics(k, k * per, size["d"], strong_convexity=0.1, smoothness=1.0, separation=1.0,
+                                      hessian_spread=hessian, relative_error=gamma, error_direction=direction,
+                                      batch_size=len(seeds), seed=list(seeds), device=ctx.device)
+        gamma_max = min(RUN_OPTIONS["gamma_max_factor"] * gamma, 1.0 - 1e-9)
+        options = {name: value for name, value in RUN_OPTIONS.items() if name != "gamma_max_factor"}
+        trace = cosine_cfl(problem, gamma_max=gamma_max, record_models=True, **options)
+        for test in (test for test in trace.splits if test.split):
+            members = np.asarray(test.members)
+            theta = trace.models[test.run, test.round - 1, members[0]]  # the cluster's model the round started from
+            group = problem.membership[test.run, members]
+            true = np.einsum("mkl,ml->mk", problem.risk_hessians[test.run, group],
+                             theta - problem.risk_optima[test.run, group])
+            at_model = np.linalg.norm(problem.errors[test.run, members], axis=-1) / np.linalg.norm(true, axis=-1)
+            condition = Inequality("every member's gamma_i(theta_c) <= gamma_max", float(at_model.max()), gamma_max,
+                                   "<=", "CFL split test")
+            rows.append({"family": f"cosine_cfl runs, {direction}", "k": k, "clients": k * per, "gamma": gamma,
+                         "direction": direction, "hessian_spread": hessian, "problem": test.run, "round": test.round,
+                         "cluster_size": members.size, "gamma_max": float(at_model.max()),
+                         "gamma_max_used": gamma_max, "alpha_cross_max": test.alpha_cross_max,
+                         "measured": float(split_count(np.asarray(test.part), group)), "bound": 0.0,
+                         "admissible": condition.holds, "margin": condition.slack, "rows": [
+                             Inequality("sqrt((1 - alpha_cross^max)/2) > gamma_max (the split test)", test.threshold,
+                                        gamma_max, ">", "CFL split test").as_dict(), condition.as_dict()]})
+    return pd.DataFrame(rows)
+
+
 def follows_rows(corollary=bounds.corollary1) -> pd.DataFrame:
     """CFL.C1-FROM-T1 on formulas: for k and gamma_max a fraction of sin(pi/(4(k - 1))), Theorem 1's
     cross ceiling at ``H = 1 - 2 gamma_max^2`` (measured, ``1 +``) against its intra floor ``1 - 2
@@ -211,12 +259,17 @@ def check_c1_code(ctx: VerifyContext) -> Verdict:
 
 def check_split(ctx: VerifyContext, threshold=bounds.split_threshold) -> Verdict:
     """The split test's guarantee on the grid (module docstring)."""
-    table = split_rows(table_of(ctx), threshold)
+    table = pd.concat([split_rows(table_of(ctx), threshold), run_split_rows(ctx)], ignore_index=True)
     details = {**_DETAILS, "measured": "the distributions the argmin bipartition splits", "bound": "0",
-               "gamma_max": "the largest gamma_i, and 1.25 times it"}
+               "gamma_max": "at theta*: the largest gamma_i, and 1.25 times it; on the algorithm's runs 1.25 times the "
+                            "problems' gamma, each split judged at the model it was made from (gamma_i there exact)",
+               "runs": ", ".join(f"{name} {value:g}" for name, value in RUN_OPTIONS.items())}
     return saved_and_judged("CFL.SPLIT", ctx, "cfl_split", table, RTOL, "distributions split", details, lambda row: (
         f"{_where(row)}, gamma_max used {row['gamma_max_used']:.3g}: {int(row['measured'])} distribution(s) split"),
-        evidence={"instances_split": int((table[table['admissible']]["measured"] > 0).sum())})
+        evidence={"instances_split": int((table[table['admissible']]["measured"] > 0).sum()),
+                  "algorithm_splits": int(table["family"].str.startswith("cosine_cfl").sum()),
+                  "algorithm_splits_admissible": int((table["family"].str.startswith("cosine_cfl")
+                                                      & table["admissible"]).sum())})
 
 
 def check_c1_follows(ctx: VerifyContext, corollary=bounds.corollary1) -> Verdict:
