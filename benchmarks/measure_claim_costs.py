@@ -106,12 +106,13 @@ def measure(scale: str, claims: list[str], device: str, note: str, threads: int,
 def added(old: dict | None, new: dict) -> dict:
     """``old`` (a scale's entry) with ``new``'s claims added or replaced, the rest kept; the
     measurement of the added claims goes to ``old["added"]`` (``measured`` stays the whole
-    scale's)."""
+    scale's), replacing earlier additions of no other claims."""
     if old is None:
         return new
     at_least = (set(old.get("at_least", [])) - set(new["seconds"])) | set(new["at_least"])
+    kept = [record for record in old.get("added", []) if not set(record["claims"]) <= set(new["seconds"])]
     return {**old, "seconds": {**old["seconds"], **new["seconds"]}, "at_least": sorted(at_least),
-            "added": [*old.get("added", []), {"claims": sorted(new["seconds"]), **new["measured"]}]}
+            "added": [*kept, {"claims": sorted(new["seconds"]), **new["measured"]}]}
 
 
 def markdown(path: Path) -> str:

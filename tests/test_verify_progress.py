@@ -270,3 +270,6 @@ def test_added_claims_join_a_scales_costs_and_say_when(tmp_path):
     path.write_text(json.dumps({"scales": {"smoke": entry}}))
     assert measurement_text("smoke", path).endswith("; quiet; 2 claims added 2026-12-08 (1 torch thread(s), busy)")
     assert script.added(None, new) == new
+    again = script.added(entry, {**new, "seconds": {"C.1": 4.0}})  # C.1 re-measured: B.1's record stays
+    assert [record["claims"] for record in again["added"]] == [["B.1", "C.1"], ["C.1"]]
+    assert [record["claims"] for record in script.added(again, new)["added"]] == [["B.1", "C.1"]]
