@@ -167,16 +167,3 @@ def test_an_unbounded_draw_is_inadmissible_not_an_error(ctx):
                                                                  "mu_over_L": 0.01}
     instance, = T4_DOMAIN.evaluate([point], [7], ctx)
     assert not instance.admissible
-
-
-@pytest.mark.parametrize("argv, words", [
-    ("FEDPROX.C7-FROM-T4 --L 1 --B 3 --K 0", ["'K'", "Got 0"]),
-    ("FEDPROX.T6 --Delta 1 --epsilon 0.1 --mu 1 --gamma 0 --B 1 --L 1 --L-minus 1 --K 3", ["'mu'", "L_minus", "Got 1"]),
-    ("FEDPROX.T11 --mu 3 --gamma -0.1 --sigma-sq 1 --epsilon 1 --L 1 --L-minus 0 --K 3", ["'gamma'", "[0, 1]"]),
-    ("FEDPROX.C7 --L 1 --B 3 --K 0", ["'K'", "Got 0"]),
-])
-def test_the_claims_constants_are_refused_in_one_line_before_any_work(capsys, argv, words):
-    from cflbounds.cli import main
-    assert main(["bound", *argv.split()]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and all(word in err for word in words), err
