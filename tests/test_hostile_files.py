@@ -481,12 +481,16 @@ def test_code_in_a_counterexample_is_data_in_the_replay_and_the_emitted_test(toy
               "device": f"'); {code}; ('", "details": {code: f'"""{code}"""'},
               "assumptions": [{"name": code, "lhs": 1, "relation": "<=", "rhs": 2, "slack": 1, "holds": True}]}
     (tmp_path / "c.json").write_text(json.dumps(record))
+    assert main(["falsify", "--replay", "c.json", "--emit-test", "emitted.py"]) == 2  # the device: refused, not run
+    assert "c.json: The 'device' parameter must be" in capsys.readouterr().err and not (tmp_path / "pwned").exists()
+    (tmp_path / "c.json").write_text(json.dumps({**record, "device": "cpu"}))
     assert main(["falsify", "--replay", "c.json", "--emit-test", "emitted.py"]) == 0, capsys.readouterr().err
     emitted = (tmp_path / "emitted.py").read_text()
     done = subprocess.run([sys.executable, "-c", "import runpy; runpy.run_path('emitted.py')"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert not (tmp_path / "pwned").exists() and code in emitted  # present as a string, never run
+    assert not (tmp_path / "pwned").exists()  # never run (the emitted test keeps the claim, point, seed and device)
+    assert "cpu" in emitted
 
 
 def test_every_text_of_a_crafted_record_is_escaped_in_report_html(capsys, tmp_path):

@@ -149,7 +149,7 @@ def test_the_users_interrupt_stops_a_run_whose_claim_is_in_a_worker(tmp_path):
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 130, stderr
-    assert "interrupted; the 1 finished verdicts are kept" in stderr
+    assert "interrupted; 1 finished verdict kept" in stderr
 
 
 # -- the same run in this process: what the guards hold ----------------------------------------------

@@ -22,6 +22,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -112,7 +113,7 @@ def _plant(out: Path, entry: str, outside: Path) -> Path:
 
 def _one_line(err: str, *words) -> None:
     """stderr holds one error line (beside the progress lines of the claims that ran) with ``words``."""
-    errors = [line for line in err.splitlines() if line.startswith("cflbounds: error:")]
+    errors = [line for line in err.splitlines() if re.match(r"cflbounds( \w+)?: error: ", line)]
     assert len(errors) == 1 and "Traceback" not in err, err
     for word in words:
         assert word in errors[0], (word, errors[0])
@@ -313,7 +314,7 @@ def test_a_bad_table_name_costs_only_its_claim(safe, tmp_path, capsys, name):
     safe(Claim("SAFE.BADNAME", "Saves a table under a path.", check=_saving("SAFE.BADNAME", name)))
     out = tmp_path / "deep" / "run"
     assert main(["verify", "SAFE.BADNAME", "SAFE.GOOD", "--scale", "smoke", "--out", str(out)]) == 3
-    assert "SAFE.BADNAME: error: check raised: ValueError: the table name" in capsys.readouterr().err
+    assert "cflbounds verify: error: SAFE.BADNAME: check raised: ValueError: the table name" in capsys.readouterr().err
     verdicts = _verdicts(out)
     assert verdicts["SAFE.BADNAME"]["verdict"] == "error"
     assert _without_time(verdicts["SAFE.GOOD"]) == _alone("SAFE.GOOD")

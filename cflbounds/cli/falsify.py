@@ -99,11 +99,12 @@ def _replay(args) -> int:
     record = read_counterexample(args.replay)
     try:
         domain = replay_domain(record)  # the claim, its domain and the point checked: a bad file is exit 2
-    except InvalidParameterError as error:  # the file's claim or point: the file is named
+        device = str(resolve_device(args.device or record.get("device", "cpu")))  # the option's, else the file's
+    except InvalidParameterError as error:  # the file's claim, point or device: the file is named
         raise InvalidParameterError(f"{args.replay}: {error}") from None
     target = _check_emit_target(args.emit_test) if args.emit_test else None
     try:
-        instance = replay_counterexample(record, device=str(resolve_device(args.device or record.get("device", "cpu"))))
+        instance = replay_counterexample(record, device=device)
     except CONTAINED as error:  # the claim's own code: one line and exit 3, as a search's outcome 'error'
         if args.raise_first:
             mark_raised(error, record["id"])
