@@ -35,16 +35,16 @@ def test_plain_falsify_warns_with_the_count_and_total_budget(stop_before_search,
         main(["falsify", "--out", str(tmp_path / "run")])
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1, lines
-    assert falsifiable() == 11  # the count README and docs/falsify.md quote (the five papers, no plugin)
-    assert lines[0].startswith("cflbounds falsify: warning: no claim named, so all 11 claims that declare a domain")
-    assert "120 s each, 22 min of search in all" in lines[0]
+    assert falsifiable() == 21  # the count docs/falsify.md quotes (the papers shipped, no plugin)
+    assert lines[0].startswith("cflbounds falsify: warning: no claim named, so all 21 claims that declare a domain")
+    assert "120 s each, 42 min of search in all" in lines[0]
     assert "'FC.*'" in lines[0] and "--budget" in lines[0] and "--evaluations" in lines[0]
 
 
 def test_plain_falsify_warning_follows_budget_and_evaluations(stop_before_search, capsys, tmp_path):
     with pytest.raises(Stopped):
         main(["falsify", "--budget", "10", "--out", str(tmp_path / "a")])
-    assert "10 s each, 110 s of search in all" in capsys.readouterr().err
+    assert "10 s each, 4 min of search in all" in capsys.readouterr().err
     with pytest.raises(Stopped):
         main(["falsify", "--evaluations", "50", "--out", str(tmp_path / "b")])
     assert "(50 evaluations each," in capsys.readouterr().err
