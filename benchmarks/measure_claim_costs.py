@@ -6,6 +6,7 @@
     python benchmarks/measure_claim_costs.py --markdown          # docs/verify-runs.md's table, from the file
     python benchmarks/measure_claim_costs.py --families          # docs/performance.md's first table
     python benchmarks/measure_claim_costs.py --from-run reports/2026-11-28T05-00-00   # a whole verify run's costs
+    python benchmarks/measure_claim_costs.py --scale smoke --claims 'CFL.*' --add   # new claims, the rest kept
 
 Every implemented claim (or those given with ``--claims``) runs at ``--scale`` in registry
 order in one context, as ``cflbounds verify`` runs them (claims that share an experiment
@@ -73,11 +74,12 @@ def _alone(scale: str, claims: list[str], device: str, threads: int, timeout: fl
     return seconds, at_least
 
 
-def from_run(directory: Path, note: str) -> tuple[str, dict]:
-    """The scale and the costs entry of a finished verify run of every implemented claim."""
+def from_run(directory: Path, note: str, every: bool = True) -> tuple[str, dict]:
+    """The scale and the costs entry of a finished verify run of every implemented claim (of
+    some claims when not ``every``: ``--add``)."""
     record = json.loads((directory / "verdicts.json").read_text())
     metadata, verdicts = record["metadata"], record["verdicts"]
-    missing = sorted(set(implemented_claims()) - {v["id"] for v in verdicts})
+    missing = sorted(set(implemented_claims()) - {v["id"] for v in verdicts}) if every else []
     if metadata.get("finished") is None or missing:
         raise SystemExit(f"{directory}: not a finished run of every implemented claim (missing: {missing})")
     measured = {"date": metadata["finished"], "cflbounds": metadata["cflbounds"], "revision": metadata.get("revision"),
@@ -99,6 +101,18 @@ def measure(scale: str, claims: list[str], device: str, note: str, threads: int,
                 "load_after": [round(v, 2) for v in os.getloadavg()], "note": note,
                 "mode": "in sequence, one process" if timeout is None else f"each claim alone, stopped at {timeout:g} s"}
     return {"measured": measured, "seconds": {**seconds, **at_least}, "at_least": sorted(at_least)}
+
+
+def added(old: dict | None, new: dict) -> dict:
+    """``old`` (a scale's entry) with ``new``'s claims added or replaced, the rest kept; the
+    measurement of the added claims goes to ``old["added"]`` (``measured`` stays the whole
+    scale's), replacing earlier additions of no other claims."""
+    if old is None:
+        return new
+    at_least = (set(old.get("at_least", [])) - set(new["seconds"])) | set(new["at_least"])
+    kept = [record for record in old.get("added", []) if not set(record["claims"]) <= set(new["seconds"])]
+    return {**old, "seconds": {**old["seconds"], **new["seconds"]}, "at_least": sorted(at_least),
+            "added": [*kept, {"claims": sorted(new["seconds"]), **new["measured"]}]}
 
 
 def markdown(path: Path) -> str:
@@ -150,12 +164,15 @@ def main(argv=None) -> int:
                         help="print docs/performance.md's table (each paper's claims added up) of --output and exit")
     parser.add_argument("--from-run", type=Path, metavar="DIR",
                         help="record the costs of a finished `cflbounds verify --out DIR` run of every claim instead")
+    parser.add_argument("--add", action="store_true",
+                        help="add the claims measured (or those of --from-run) to the scale's entry, keeping its other "
+                             "claims; the entry's 'added' list says when, where and how they were measured")
     args = parser.parse_args(argv)
     if args.markdown or args.families:
         print(markdown(args.output) if args.markdown else family_markdown(args.output))
         return 0
     if args.from_run is not None:
-        args.scale, entry = from_run(args.from_run, args.note)
+        args.scale, entry = from_run(args.from_run, args.note, every=not args.add)
     elif args.scale is None:
         parser.error("--scale is required to measure")
     else:
@@ -163,6 +180,9 @@ def main(argv=None) -> int:
         claims = expand_claim_ids(args.claims) if args.claims else implemented_claims()
         entry = measure(args.scale, claims, args.device, args.note, args.threads, args.timeout)
     data = json.loads(args.output.read_text()) if args.output.exists() else {}
+    measured = entry["measured"]
+    if args.add:
+        entry = added(data.get("scales", {}).get(args.scale), entry)
     data = {"about": "seconds per claim of `cflbounds verify`, by scale; written by benchmarks/measure_claim_costs.py",
             "scales": {**data.get("scales", {}), args.scale: entry}}
     temporary = args.output.with_name(f".{args.output.name}.tmp")
@@ -170,9 +190,9 @@ def main(argv=None) -> int:
     os.replace(temporary, args.output)
     for claim, seconds in entry["seconds"].items():
         print(f"{claim:<12} {seconds:8.2f} s")
-    load = entry["measured"].get("load_before")
+    load = measured.get("load_before")
     print(f"total {sum(entry['seconds'].values()):.1f} s" + (f"; load average {load[0]} before, "
-          f"{entry['measured']['load_after'][0]} after" if load else "") + f" -> {args.output}")
+          f"{measured['load_after'][0]} after" if load else "") + f" -> {args.output}")
     return 0
 
 

@@ -547,6 +547,16 @@ def test_a_range_that_depends_on_other_constants_is_refused_with_its_name(functi
     (["bound", "FEDPROX.T4", *"--mu 4 --gamma 1.5 --B 1 --L 1 --L-minus 0.5 --K 10".split()], ["'gamma'", "[0, 1]"]),
     (["bound", "FEDPROX.T4", *"--mu 4 --gamma 0.5 --B 1 --L 1 --L-minus 0.5 --K 0".split()], ["'K'", "Got 0"]),
     (["bound", "CFL.C1", "--gamma-max", "1", "--k", "2"], ["'gamma_max'", "(0, 1)", "Got 1"]),
+    # the claims that reuse these formulas (papers/fedprox, papers/cfl)
+    ("bound FEDPROX.C7-FROM-T4 --L 1 --B 3 --K 0".split(), ["'K'", "Got 0"]),
+    ("bound FEDPROX.T6 --Delta 1 --epsilon 0.1 --mu 1 --gamma 0 --B 1 --L 1 --L-minus 1 --K 3".split(),
+     ["'mu'", "L_minus", "Got 1"]),
+    ("bound FEDPROX.T11 --mu 3 --gamma -0.1 --sigma-sq 1 --epsilon 1 --L 1 --L-minus 0 --K 3".split(),
+     ["'gamma'", "[0, 1]"]),
+    ("bound CFL.C1-CODE --gamma-max 1 --k 3".split(), ["'gamma_max'", "(0, 1)", "Got 1"]),
+    ("bound CFL.SPLIT --gamma-max 0 --alpha-cross-max 0.1".split(), ["'gamma_max'", "(0, 1)", "Got 0"]),
+    ("bound CFL.C1-FROM-T1 --gamma-max 1.2 --k 3".split(), ["'gamma_max'", "Got 1.2"]),
+    ("bound CFL.T1 --gamma-i 1 --gamma-j 0.1 --k 3".split(), ["'gamma_i'", "Got 1"]),
 ])
 def test_the_command_refuses_invalid_constants_in_one_line(capsys, argv, words):
     assert main(argv) == 2

@@ -75,6 +75,10 @@ VALID = {
     "FEDPROX.T11": {**{k: v for k, v in FEDPROX.items() if k != "B"}, "sigma_sq": 1.0, "epsilon": 1.0},
     "CFL.T1": {"gamma_i": 0.2, "gamma_j": 0.3, "k": 3},
     "CFL.C1": {"gamma_max": 0.3, "k": 2},
+    "FEDPROX.C7-FROM-T4": {"L": 1.0, "B": 4.0, "K": 100},
+    "CFL.C1-CODE": {"gamma_max": 0.3, "k": 3},
+    "CFL.SPLIT": {"gamma_max": 0.3, "alpha_cross_max": -0.2},
+    "CFL.C1-FROM-T1": {"gamma_max": 0.2, "k": 4},
 }
 EXTREMES = (1e308, 1e300, 1e-300, 10**400, 2**53, 2**53 + 1, 5e-324)  # 1e308 also overflows sums of two terms
 

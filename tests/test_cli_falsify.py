@@ -35,9 +35,9 @@ def test_plain_falsify_warns_with_the_count_and_total_budget(stop_before_search,
         main(["falsify", "--out", str(tmp_path / "run")])
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1, lines
-    assert falsifiable() == 22  # the count docs/falsify.md quotes (the five papers and the catalogue, no plugin)
-    assert lines[0].startswith("cflbounds falsify: warning: no claim named, so all 22 claims that declare a domain")
-    assert "120 s each, 44 min of search in all" in lines[0]
+    assert falsifiable() == 32  # the count docs/falsify.md quotes (the five papers and the catalogue, no plugin)
+    assert lines[0].startswith("cflbounds falsify: warning: no claim named, so all 32 claims that declare a domain")
+    assert "120 s each, 64 min of search in all" in lines[0]
     assert "'FC.*'" in lines[0] and "--budget" in lines[0] and "--evaluations" in lines[0]
 
 

@@ -32,7 +32,7 @@ def test_the_papers_come_through_the_entry_point_group():
     claims = registry.claims()
     assert {claim.package for claim in claims.values()} == {"cflbounds"}
     ids = list(claims)  # CLAIMS.md's order, then CATALOGUE.md's
-    assert ids[:2] == ["IFCA.A1", "IFCA.A2"] and ids[ids.index("DSC.ACC") + 1] == "FEDAVG.T1" and ids[-1] == "CFL.C1"
+    assert ids[:2] == ["IFCA.A1", "IFCA.A2"] and ids[ids.index("DSC.ACC") + 1] == "FEDAVG.T1" and ids[-1] == "CFL.C1-FROM-T1"
     assert registry.plugin_problems() == []
     point, = [p for p in REAL_ENTRY_POINTS(group=registry.GROUP) if p.dist.metadata["Name"] == "cflbounds"]
     assert point.value == "cflbounds.papers:CLAIMS"

@@ -251,3 +251,25 @@ def test_docs_performance_table_is_the_costs_file():
     page = (root / "docs" / "performance.md").read_text(encoding="utf-8")
     assert f"<!-- family-costs:start -->\n{script.family_markdown(COSTS_FILE)}\n<!-- family-costs:end -->" in page
     assert page.index("## How long will my run take") < page.index("## Current figures")
+
+
+def test_added_claims_join_a_scales_costs_and_say_when(tmp_path):
+    """``measure_claim_costs.py --add``: new claims' seconds join the scale's entry, the rest and
+    its measurement kept, the added measurement named in the costs' text."""
+    from cflbounds.verify.costs import measurement_text
+
+    script = load_benchmark("measure_claim_costs")
+    old = {"measured": {"date": "2026-11-26T00:00:00", "cpus": 2, "processor": "x86_64", "threads": 2, "note": "quiet"},
+           "seconds": {"A.1": 1.0, "B.1": 60.0}, "at_least": ["B.1"]}
+    new = {"measured": {"date": "2026-12-08T00:00:00", "threads": 1, "note": "busy"}, "seconds": {"B.1": 2.0, "C.1": 3.0},
+           "at_least": []}
+    entry = script.added(old, new)
+    assert entry["seconds"] == {"A.1": 1.0, "B.1": 2.0, "C.1": 3.0} and entry["at_least"] == []
+    assert entry["measured"] == old["measured"] and entry["added"][0]["claims"] == ["B.1", "C.1"]
+    path = tmp_path / "costs.json"
+    path.write_text(json.dumps({"scales": {"smoke": entry}}))
+    assert measurement_text("smoke", path).endswith("; quiet; 2 claims added 2026-12-08 (1 torch thread(s), busy)")
+    assert script.added(None, new) == new
+    again = script.added(entry, {**new, "seconds": {"C.1": 4.0}})  # C.1 re-measured: B.1's record stays
+    assert [record["claims"] for record in again["added"]] == [["B.1", "C.1"], ["C.1"]]
+    assert [record["claims"] for record in script.added(again, new)["added"]] == [["B.1", "C.1"]]

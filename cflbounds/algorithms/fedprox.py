@@ -49,6 +49,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from numbers import Real
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -62,7 +63,7 @@ from .local_updates import (COUNT, INIT, POSITIVE_STEP, PROBLEM, SEED, STREAM_SA
                             initial_points, run_keys, step_schedule)
 from ..synthetic.counter_random import counter_hash
 
-__all__ = ["fedprox", "FedProxTrace", "SAMPLINGS", "LOCAL_SOLVERS"]
+__all__ = ["fedprox", "FedProxTrace", "local_solutions", "LocalSolutions", "SAMPLINGS", "LOCAL_SOLVERS"]
 
 SAMPLINGS = {"paper": "scheme-I", "experiments": "mcmahan"}  # the client_sampling scheme of each
 LOCAL_SOLVERS = ("exact", "gd")
@@ -130,48 +131,115 @@ def fedprox(problem, *, rounds: int, mu, sampled: int, sampling: str = "paper", 
     seed : one int, or one per run (the sampling's randomness).
     """
     B, N = problem.batch_size, problem.clients
+    mus = _proximal_weights(problem, mu)
+    require(sampling == "paper" or sampled <= N, f"The 'sampled' parameter of fedprox must be an int in the range "
+            f"[1, {N}] with sampling='experiments' (K of N={N} devices without replacement). Got {sampled!r} instead.")
+    solver = _LocalSolver(problem, mus, local_solver, local_steps, local_step_size, inexactness)
+    x = initial_points(problem, init)
+    keys = run_keys(problem, seed)
+    config = {"method": "fedprox", "rounds": rounds, "mu": mus.tolist(), "sampled": sampled, "sampling": sampling,
+              "local_solver": local_solver, "local_steps": local_steps, "local_step_size": repr(solver.step_size),
+              "inexactness": inexactness, "seed": np.asarray(seed).tolist()}
+    return _run(problem, x, keys, rounds, sampled, SAMPLINGS[sampling], solver, config)
+
+
+class LocalSolutions(NamedTuple):
+    """Every device's local solution of one round from ``w^t``: ``solutions`` ``(B, N, d)``
+    float64, the realised ``inexactness`` ``gamma_k = ||grad h_k(w_k; w^t)|| / ||grad F_k(w^t)||``
+    ``(B, N)`` (0 when both are 0), ``local_steps_taken`` ``(B, N)`` (0 for exact solves) and
+    ``client_gradient_norm`` ``||grad F_k(w^t)||`` ``(B, N)``."""
+
+    solutions: np.ndarray
+    inexactness: np.ndarray
+    local_steps_taken: np.ndarray
+    client_gradient_norm: np.ndarray
+
+
+@validate_params({
+    "problem": [PROBLEM],
+    "points": INIT,
+    "mu": [_MU],
+    "local_solver": [Options(LOCAL_SOLVERS)],
+    "local_steps": [NoneOK, *COUNT],
+    "local_step_size": [NoneOK, POSITIVE_STEP],
+    "inexactness": [NoneOK, Interval(Real, 0, 1, closed="both")],
+})
+def local_solutions(problem, points, *, mu, local_solver: str = "exact", local_steps: int | None = None,
+                    local_step_size=None, inexactness: float | None = None) -> LocalSolutions:
+    """The local work of one FedProx round from ``w^t = points`` (``(d,)`` or ``(B, d)``): every
+    device's solution of ``h_k(.; w^t)`` by the round's own solver (the options as for
+    :func:`fedprox`), before any sampling. What the expectation over ``S_t`` of Theorem 4 is
+    taken over: the paper's sampling averages ``K`` of these drawn i.i.d. from ``p_k``."""
+    solver = _LocalSolver(problem, _proximal_weights(problem, mu), local_solver, local_steps, local_step_size,
+                          inexactness)
+    x = initial_points(problem, points)
+    _, local, realised, taken, norm = solver.solve(x)
+    return LocalSolutions(local.double().cpu().numpy(), realised.double().cpu().numpy(), taken,
+                          norm.double().cpu().numpy())
+
+
+def _proximal_weights(problem, mu) -> np.ndarray:
+    """``mu`` as one value per run, each above ``L_minus`` (every ``h_k`` strongly convex)."""
+    B = problem.batch_size
     mus = np.broadcast_to(np.asarray(mu, dtype=float), (B,)).copy() if np.ndim(mu) == 0 or np.size(mu) == B else None
     require(mus is not None, f"The 'mu' parameter must be one value or {B} (one per run); got shape {np.shape(mu)}.")
     floor = -np.asarray(problem.strong_convexity, dtype=float)
     bad = int(np.argmax(mus <= floor))
     require(bool(np.all(mus > floor)), f"The 'mu' parameter of fedprox must be greater than L_minus = -min_k "
             f"lambda_min(grad^2 F_k) = {floor[bad]!r} (every h_k strongly convex). Got {mus[bad]!r} instead (run {bad}).")
-    require(sampling == "paper" or sampled <= N, f"The 'sampled' parameter of fedprox must be an int in the range "
-            f"[1, {N}] with sampling='experiments' (K of N={N} devices without replacement). Got {sampled!r} instead.")
-    if local_solver == "exact":
-        require(local_steps is None and local_step_size is None and inexactness is None,
-                "local_steps, local_step_size and inexactness apply to local_solver='gd' only; the exact solver "
-                "takes none of them.")
-        require(hasattr(problem, "proximal_map"), f"local_solver='exact' needs the problem's proximal map in closed "
-                f"form (quadratics); {type(problem).__name__} has none: use local_solver='gd'.")
-    else:
-        require(local_steps is not None, "local_solver='gd' needs 'local_steps' (the steps, or the most steps with "
-                "'inexactness').")
-        if local_step_size is not None:
-            check_step(problem, "local_step_size", local_step_size)
-    x = initial_points(problem, init)
-    keys = run_keys(problem, seed)
-    if local_step_size is None and local_solver == "gd":
-        local_step_size = 1.0 / (np.asarray(problem.smoothness, dtype=float) + mus)
-    config = {"method": "fedprox", "rounds": rounds, "mu": mus.tolist(), "sampled": sampled, "sampling": sampling,
-              "local_solver": local_solver, "local_steps": local_steps, "local_step_size": repr(local_step_size),
-              "inexactness": inexactness, "seed": np.asarray(seed).tolist()}
-    return _run(problem, x, keys, rounds, mus, sampled, SAMPLINGS[sampling], local_solver, local_steps,
-                local_step_size, inexactness, config)
+    return mus
 
 
-def _run(problem, x, keys, R, mus, K, scheme, solver, E, eta, gamma, config) -> FedProxTrace:
+class _LocalSolver:
+    """The devices' local solver of a batch of runs (module docstring), checked and set up once:
+    :meth:`solve` gives every device's solution from the round's start."""
+
+    def __init__(self, problem, mus, solver, E, eta, gamma):
+        if solver == "exact":
+            require(E is None and eta is None and gamma is None,
+                    "local_steps, local_step_size and inexactness apply to local_solver='gd' only; the exact solver "
+                    "takes none of them.")
+            require(hasattr(problem, "proximal_map"), f"local_solver='exact' needs the problem's proximal map in "
+                    f"closed form (quadratics); {type(problem).__name__} has none: use local_solver='gd'.")
+        else:
+            require(E is not None, "local_solver='gd' needs 'local_steps' (the steps, or the most steps with "
+                    "'inexactness').")
+            if eta is not None:
+                check_step(problem, "local_step_size", eta)
+            else:
+                eta = 1.0 / (np.asarray(problem.smoothness, dtype=float) + mus)
+        self.problem, self.solver, self.steps, self.step_size, self.gamma = problem, solver, E, eta, gamma
+        self.oracle = problem.oracle()
+        self.mu = torch.as_tensor(mus, dtype=problem.dtype, device=problem.device)[:, None, None]
+        if solver == "exact":
+            self.operator, self.offset = problem.proximal_map(mus)
+        else:
+            self.step = step_schedule(eta, problem.batch_size, problem.dtype, problem.device)
+
+    def solve(self, x: torch.Tensor):
+        """From ``w^t = x`` ``(B, d)``: the devices' gradients there ``(B, N, d)``, their solutions
+        ``(B, N, d)``, realised gamma ``(B, N)``, steps taken ``(B, N)`` (NumPy) and
+        ``||grad F_k(w^t)||`` ``(B, N)``."""
+        B, N, d = self.problem.batch_size, self.problem.clients, self.problem.d
+        start = x[:, None].expand(B, N, d).contiguous()
+        start_gradient = self.oracle.gradient(start)
+        start_norm = start_gradient.norm(dim=-1)  # ||grad F_k(w^t)|| = ||grad h_k(w^t; w^t)||, (B, N)
+        taken = np.zeros((B, N), dtype=np.int64)
+        if self.solver == "exact":
+            local = matvec(self.operator, start) + self.offset
+        else:
+            local = _gradient_descent(self.oracle, start, start_norm, self.mu, self.step, self.steps, self.gamma, taken)
+        residual = (self.oracle.gradient(local) + self.mu * (local - start)).norm(dim=-1)
+        realised = torch.where(residual == 0, torch.zeros_like(residual), residual / start_norm)
+        return start_gradient, local, realised, taken, start_norm
+
+
+def _run(problem, x, keys, R, K, scheme, solver, config) -> FedProxTrace:
     B, N, d = problem.batch_size, problem.clients, problem.d
     dtype, device = problem.dtype, problem.device
     rows = torch.arange(B, device=device)[:, None]
     sampling_keys = counter_hash(keys, STREAM_SAMPLING)
     probabilities = np.asarray(problem.weights, dtype=float)
-    mu = torch.as_tensor(mus, dtype=dtype, device=device)[:, None, None]
-    oracle = problem.oracle()
-    if solver == "exact":
-        operator, offset = problem.proximal_map(mus)
-    else:
-        step = step_schedule(eta, B, dtype, device)
     points = np.empty((B, R + 1, d))
     points[:, 0] = x.double().cpu().numpy()
     record = {name: np.empty((B, R, K)) for name in ("slot_weights", "inexactness", "client_gradient_norm")}
@@ -182,24 +250,15 @@ def _run(problem, x, keys, R, mus, K, scheme, solver, E, eta, gamma, config) -> 
     for r in range(R):
         chosen, weights = sampled_clients(scheme, sampling_keys, r, probabilities, K)
         clients = torch.as_tensor(chosen, device=device)
-        start = x[:, None].expand(B, N, d).contiguous()
-        start_gradient = oracle.gradient(start)
-        start_norm = start_gradient.norm(dim=-1)  # ||grad F_k(w^t)|| = ||grad h_k(w^t; w^t)||, (B, N)
+        start_gradient, local, realised, taken, start_norm = solver.solve(x)
         spread[:, r], mean_sq[:, r] = _moments(start_gradient, start_norm, client_weights)
-        taken = np.zeros((B, N), dtype=np.int64)
-        if solver == "exact":
-            local = matvec(operator, start) + offset
-        else:
-            local = _gradient_descent(oracle, start, start_norm, mu, step, E, gamma, taken)
-        residual = (oracle.gradient(local) + mu * (local - start)).norm(dim=-1)
-        realised = torch.where(residual == 0, torch.zeros_like(residual), residual / start_norm)
         x = torch.einsum("bk,bkd->bd", torch.as_tensor(weights, dtype=dtype, device=device), local[rows, clients])
         points[:, r + 1] = x.double().cpu().numpy()
         chosen_all[:, r], record["slot_weights"][:, r] = chosen, weights
         record["inexactness"][:, r] = realised[rows, clients].double().cpu().numpy()
         record["client_gradient_norm"][:, r] = start_norm[rows, clients].double().cpu().numpy()
         steps_taken[:, r] = np.take_along_axis(taken, chosen, axis=1)
-    last = oracle.gradient(x[:, None].expand(B, N, d).contiguous())
+    last = solver.oracle.gradient(x[:, None].expand(B, N, d).contiguous())
     spread[:, R], mean_sq[:, R] = _moments(last, last.norm(dim=-1), client_weights)
     with np.errstate(all="ignore"):
         dissimilarity = np.where(mean_sq > 0, np.sqrt(spread / mean_sq), np.inf)

@@ -175,11 +175,11 @@ def corollary7_follows(*, L, B, K) -> BoundResult:
     """
     _check_corollary7(B, K, "corollary7_follows")
     mu = 6.0 * L * B**2
-    theorem = _rho(mu, 0.0, B, L, 0.0, K)
-    corollary = 1.0 / (24.0 * L * B**2)
-    rows = (Inequality("Theorem 4's rho at mu = 6 L B^2, gamma = 0 >= 1/(24 L B^2)", theorem, corollary, ">=",
-                       "FedProx Corollary 7 from Theorem 4"),)
-    return BoundResult("FEDPROX.C7", theorem, {}, {"mu": mu, "corollary": corollary, "ratio": theorem / corollary},
+    scale_free = _rho(6.0 * B**2, 0.0, B, 1.0, 0.0, K)  # at mu = 6 L B^2 every term of rho is 1/L times its L = 1 value
+    theorem, corollary = scale_free / L, 1.0 / (24.0 * B**2) / L  # no inf/inf at extreme L
+    rows = (Inequality("L x Theorem 4's rho at mu = 6 L B^2, gamma = 0 >= 1/(24 B^2) (L > 0 divided out)", scale_free,
+                       1.0 / (24.0 * B**2), ">=", "FedProx Corollary 7 from Theorem 4"),)
+    return BoundResult("FEDPROX.C7", theorem, {}, {"mu": mu, "corollary": corollary, "ratio": 24.0 * B**2 * scale_free},
                        rows, corollary7_follows.__doc__)
 
 

@@ -3,8 +3,7 @@
 ``claim_costs.json`` (beside this module) is written by ``benchmarks/measure_claim_costs.py``,
 which runs the claims of one scale as ``cflbounds verify`` does (in registry order, sharing
 experiments in one context) and records each claim's seconds with when, where and under what
-load it measured them; claims measured apart later are listed under the scale's ``added`` (their
-claims, measurement and why), which :func:`measurement_text` names. The ETA scales the recorded costs of the claims still to run by how
+load it measured them. The ETA scales the recorded costs of the claims still to run by how
 much slower (or faster) the finished claims ran than recorded, so it adapts to a busy machine.
 """
 from __future__ import annotations
@@ -57,10 +56,11 @@ def measurement_text(scale: str, path: Path | None = None) -> str:
             if "load_before" in info else "")  # a verify run's own costs record no load (measure_claim_costs.py)
     text = (f"measured {info['date'][:10]} on {info['cpus']} CPUs ({info['processor']}), {info['threads']} torch "
             f"thread(s){load}" + (f", {info['mode']}" if info.get("mode") else ""))
-    added = _scale(scale, path).get("added")  # claims measured later than the rest, apart
-    later = (f"; {len(added['claims'])} claims ({added['claims'][0]} to {added['claims'][-1]}) added "
-             f"{str(added['measured']['date'])[:10]}: {added['why']}" if added else "")
-    return text + (f"; {info['note']}" if info.get("note") else "") + later
+    text += f"; {info['note']}" if info.get("note") else ""
+    for extra in _scale(scale, path).get("added", []):  # claims measured later, the rest kept (--add)
+        text += (f"; {len(extra['claims'])} claims added {extra['date'][:10]} ({extra['threads']} torch thread(s)"
+                 + (f", {extra['note']}" if extra.get("note") else "") + ")")
+    return text
 
 
 def remaining_seconds(costs: dict[str, float], finished: dict[str, float], pending: list[str],
