@@ -44,7 +44,7 @@ def test_plain_falsify_warns_with_the_count_and_total_budget(stop_before_search,
 def test_plain_falsify_warning_follows_budget_and_evaluations(stop_before_search, capsys, tmp_path):
     with pytest.raises(Stopped):
         main(["falsify", "--budget", "10", "--out", str(tmp_path / "a")])
-    assert "10 s each, 4 min of search in all" in capsys.readouterr().err
+    assert "10 s each, 5 min of search in all" in capsys.readouterr().err
     with pytest.raises(Stopped):
         main(["falsify", "--evaluations", "50", "--out", str(tmp_path / "b")])
     assert "(50 evaluations each," in capsys.readouterr().err
