@@ -120,10 +120,10 @@ def _check_here(claim_id: str, package: str, statement: str, settings: dict, own
     bar = settings.pop("progress")
     progress = (lambda done, total: send({"cells": [done, total]})) if forward_cells else bar
     context = VerifyContext(**settings, progress=progress, _table_owner=owners, cache=_FromFiles(experiments))
-    before = set(context.cache)
+    known = {tuple(key) for key, _ in experiments}  # in files already, also once read from them
     verdict, tables = check_claim(claim_id, context, search=search)
     added = []
-    for key in set(context.cache) - before:
+    for key in set(context.cache) - known:
         try:
             data = encode(context.cache[key])
         except TypeError:  # not data: a later claim computes it again (module docstring)
